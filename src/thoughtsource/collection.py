@@ -1,0 +1,292 @@
+"""Collection: a set of datasets and splits of ThoughtSource samples.
+
+A facade over :mod:`thoughtsource.io` (formats), :mod:`thoughtsource.datasets` (the registry of
+source datasets), :mod:`thoughtsource.generate` and :mod:`thoughtsource.evaluate`.  Compatible with
+the published API (Figure 3 of the ThoughtSource paper)::
+
+    c = Collection(["worldtree"]).select(split="train", number_samples=10)
+    c.generate(config={...}); c.evaluate(); c.dump("worldtree_10.json")
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import io
+from .io import Data
+from .schema import GeneratedCot, Sample
+
+if TYPE_CHECKING:
+    import datasets as hf
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+
+class Collection:
+    """Samples grouped as ``{dataset: {split: [Sample, ...]}}``."""
+
+    def __init__(
+        self,
+        names: Iterable[str] | str | None = None,
+        *,
+        splits: Iterable[str] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        data: Data | None = None,
+        **load_kwargs: Any,
+    ) -> None:
+        self._data: Data = {}
+        self.merge_conflicts: list[str] = []
+        if data is not None:
+            self._data = data
+        if names is not None:
+            loaded = Collection.from_datasets(names, splits=splits, data_dir=data_dir, **load_kwargs)
+            self._data.update(loaded._data)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_datasets(
+        cls,
+        names: Iterable[str] | str,
+        *,
+        splits: Iterable[str] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        **load_kwargs: Any,
+    ) -> Collection:
+        """Load registered source datasets (converted from their raw files, cached)."""
+        from . import datasets
+
+        if isinstance(names, str):
+            names = [names]
+        data: Data = {}
+        for name in names:
+            data[name] = datasets.load(name, splits=list(splits) if splits else None, data_dir=data_dir, **load_kwargs)
+        return cls(data=data)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike[str], *, validate: bool = False) -> Collection:
+        return cls(data=io.load_json(path, validate=validate))
+
+    @classmethod
+    def from_jsonl(cls, path: str | os.PathLike[str], *, validate: bool = False) -> Collection:
+        return cls(data=io.load_jsonl(path, validate=validate))
+
+    @classmethod
+    def from_parquet(cls, path: str | os.PathLike[str]) -> Collection:
+        return cls(data=io.load_parquet(path))
+
+    @classmethod
+    def from_hf_dataset(cls, dsd: hf.DatasetDict | hf.Dataset) -> Collection:
+        import datasets as hf
+
+        data: Data = {}
+        parts = dsd.values() if isinstance(dsd, hf.DatasetDict) else [dsd]
+        for part in parts:
+            for d, splits in io.from_arrow(part.data.table).items():
+                for s, xs in splits.items():
+                    data.setdefault(d, {}).setdefault(s, []).extend(xs)
+        return cls(data=data)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, validate: bool = False) -> Collection:
+        """Open a file by its extension: .json (ThoughtSource), .jsonl, .parquet or a Parquet folder."""
+        p = Path(path)
+        if p.is_dir() or p.suffix == ".parquet":
+            return cls.from_parquet(p)
+        if p.suffix == ".jsonl":
+            return cls.from_jsonl(p, validate=validate)
+        return cls.from_json(p, validate=validate)
+
+    # ------------------------------------------------------------------ container protocol
+    def __len__(self) -> int:
+        return sum(len(xs) for splits in self._data.values() for xs in splits.values())
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, list[Sample]]]]:
+        """Iterate over ``(dataset_name, {split: samples})`` as the published library did."""
+        return iter(self._data.items())
+
+    def __getitem__(self, name: str) -> dict[str, list[Sample]]:
+        from .errors import UnknownNameError
+
+        if name not in self._data:
+            raise UnknownNameError("dataset in this collection", name, self._data)
+        return self._data[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._data
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Collection) and io.data_to_obj(self._data) == io.data_to_obj(other._data)
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{d}: {{{', '.join(f'{s}: {len(xs)}' for s, xs in sp.items())}}}" for d, sp in self._data.items())
+        return f"Collection({parts})"
+
+    @property
+    def data(self) -> Data:
+        return self._data
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._data)
+
+    def samples(self) -> Iterator[tuple[str, str, Sample]]:
+        """Every sample with its dataset and split."""
+        for d, splits in self._data.items():
+            for s, xs in splits.items():
+                for x in xs:
+                    yield d, s, x
+
+    # ------------------------------------------------------------------ subsets
+    def select(self, split: str | None = "train", number_samples: int | None = None, seed: int = 0) -> Collection:
+        """A deterministic random subset: per dataset, ``number_samples`` of ``split`` (all if None).
+
+        Samples keep their original order.  ``split=None`` keeps every split.
+        """
+        rng = random.Random(seed)
+        data: Data = {}
+        for d, splits in self._data.items():
+            for s, xs in splits.items():
+                if split is not None and s != split:
+                    continue
+                if number_samples is not None and number_samples < len(xs):
+                    keep = sorted(rng.sample(range(len(xs)), number_samples))
+                    xs = [xs[i] for i in keep]
+                data.setdefault(d, {})[s] = [x.model_copy(deep=True) for x in xs]
+        return Collection(data=data)
+
+    def filter(self, predicate: Callable[[Sample], bool]) -> Collection:
+        """Keep the samples for which ``predicate(sample)`` is true (datasets/splits are kept)."""
+        return Collection(data={d: {s: [x for x in xs if predicate(x)] for s, xs in sp.items()} for d, sp in self._data.items()})
+
+    # ------------------------------------------------------------------ combining
+    def merge(self, other: Collection) -> Collection:
+        """A new collection with the samples of both; generated CoTs of the same sample id are merged.
+
+        A CoT (by id) present in both is kept once; if the two copies differ, the copy already here is
+        kept, new annotations of the other copy are added, and the difference is reported in
+        ``merge_conflicts`` and the log.  Nothing is silently overwritten.
+        """
+        result = Collection(data=io.parse_data(io.data_to_obj(self._data), warn=False))
+        conflicts: list[str] = []
+        for d, s, x in other.samples():
+            target = result._data.setdefault(d, {}).setdefault(s, [])
+            index = {y.id: y for y in target}
+            mine = index.get(x.id)
+            if mine is None:
+                target.append(x.model_copy(deep=True))
+                continue
+            where = f"{d}/{s}/{x.id}"
+            for key in ("question", "type", "choices", "answer", "cot", "context"):
+                if getattr(mine, key) != getattr(x, key):
+                    conflicts.append(f"{where}: field '{key}' differs; kept {getattr(mine, key)!r}")
+            by_id = {c.id: c for c in mine.generated_cot}
+            for cot in x.generated_cot:
+                if cot.id is None:  # no id to match by: keep it unless an identical copy is here
+                    if cot.to_dict() not in [c.to_dict() for c in mine.generated_cot]:
+                        mine.generated_cot.append(cot.model_copy(deep=True))
+                elif cot.id not in by_id:
+                    mine.generated_cot.append(cot.model_copy(deep=True))
+                    by_id[cot.id] = mine.generated_cot[-1]
+                else:
+                    conflicts.extend(_merge_cot(by_id[cot.id], cot, f"{where}/cot {cot.id}"))
+        for c in conflicts:
+            log.warning("merge conflict: %s", c)
+        result.merge_conflicts = self.merge_conflicts + conflicts
+        return result
+
+    def delete_generated_cots(self, author: str | None = None, model: str | None = None) -> Collection:
+        """Delete generated CoTs (all, or those of an author and/or a model), in place; returns self."""
+
+        def matches(c: GeneratedCot) -> bool:
+            name = c.model.get("name") if isinstance(c.model, dict) else c.model
+            return (author is None or c.author == author) and (model is None or model == name or (isinstance(name, str) and f"'{model}'" in name))
+
+        for _, _, x in self.samples():
+            x.generated_cot = [c for c in x.generated_cot if not matches(c)]
+        return self
+
+    # ------------------------------------------------------------------ generation / evaluation hooks
+    def generate(self, config: Any = None, **kwargs: Any) -> Collection:
+        """Generate CoTs in place (see :mod:`thoughtsource.generate`)."""
+        from .generate import generate
+
+        generate(self, config, **kwargs)
+        return self
+
+    def evaluate(self, **kwargs: Any) -> dict[str, Any]:
+        """Score extracted answers in place; returns ``{"accuracy": {...}}`` (see :mod:`thoughtsource.evaluate`)."""
+        from .evaluate import evaluate
+
+        return evaluate(self, **kwargs)
+
+    # ------------------------------------------------------------------ output
+    def dump(self, path: str | os.PathLike[str], indent: int | None = 2) -> None:
+        """Write ThoughtSource JSON atomically."""
+        io.dump_json(self._data, path, indent=indent)
+
+    def to_jsonl(self, path: str | os.PathLike[str]) -> None:
+        io.dump_jsonl(self._data, path)
+
+    def to_parquet(self, out_dir: str | os.PathLike[str]) -> list[Path]:
+        return io.dump_parquet(self._data, out_dir)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per sample: ``dataset``, ``split`` and every sample field (nested ones as Python objects)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"dataset": d, "split": s, **x.to_dict()} for d, s, x in self.samples()])
+
+    def to_hf_dataset(self) -> hf.DatasetDict:
+        """A ``datasets.DatasetDict`` keyed by split; a ``dataset`` column names the source dataset."""
+        import datasets as hf
+        import pyarrow as pa
+
+        by_split: dict[str, list[pa.Table]] = {}
+        for d, splits in self._data.items():
+            for s, xs in splits.items():
+                by_split.setdefault(s, []).append(io.to_arrow(xs, d, s))
+        return hf.DatasetDict({s: hf.Dataset(pa.concat_tables(ts)) for s, ts in by_split.items()})
+
+    def info(self) -> list[dict[str, Any]]:
+        """Per dataset and split: samples, answer types, generated CoTs, annotations."""
+        rows = []
+        for d, splits in self._data.items():
+            for s, xs in splits.items():
+                types = Counter(x.type for x in xs)
+                rows.append({
+                    "dataset": d,
+                    "split": s,
+                    "samples": len(xs),
+                    "types": ", ".join(f"{t} ({n})" if len(types) > 1 else t for t, n in types.most_common()),
+                    "reference_cots": sum(1 for x in xs if x.cot),
+                    "generated_cots": sum(len(x.generated_cot) for x in xs),
+                    "annotations": sum(len(c.annotations) for x in xs for c in x.generated_cot),
+                })
+        return rows
+
+
+def _merge_cot(mine: GeneratedCot, theirs: GeneratedCot, where: str) -> list[str]:
+    conflicts = []
+    a, b = mine.to_dict(), theirs.to_dict()
+    for key in sorted(set(a) | set(b)):
+        if key in ("annotations", "answers") or a.get(key) == b.get(key):
+            continue
+        conflicts.append(f"{where}: field '{key}' differs; kept {str(a.get(key))[:60]!r}")
+    have_answers = {x.id: x for x in mine.answers}
+    for ans in theirs.answers:
+        if ans.id not in have_answers:
+            mine.answers.append(ans.model_copy())
+        elif have_answers[ans.id] != ans:
+            conflicts.append(f"{where}: answer {ans.id} differs; kept the existing one")
+    have_ann = [n.to_dict() for n in mine.annotations]
+    for n in theirs.annotations:
+        if n.to_dict() not in have_ann:
+            mine.annotations.append(n.model_copy())
+    return conflicts

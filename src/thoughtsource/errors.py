@@ -1,0 +1,120 @@
+"""The one exception hierarchy of thoughtsource.
+
+Every error a user should see is a :class:`ThoughtSourceError`; the CLI prints it as one red
+line and exits 1.  Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+
+
+class ThoughtSourceError(Exception):
+    """Base class of all errors meant for the user."""
+
+
+class DataError(ThoughtSourceError):
+    """Bad input data.  Says where: file, line/column, dataset, split, record id, field."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        dataset: str | None = None,
+        split: str | None = None,
+        record: str | None = None,
+        field: str | None = None,
+        problems: Sequence[str] = (),
+    ) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        self.column = column
+        self.dataset = dataset
+        self.split = split
+        self.record = record
+        self.field = field
+        self.problems = list(problems)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.path:
+            loc = str(self.path)
+            if self.line is not None:
+                loc += f":{self.line}"
+                if self.column is not None:
+                    loc += f":{self.column}"
+            where.append(loc)
+        rec = "/".join(str(p) for p in (self.dataset, self.split, self.record) if p is not None)
+        if rec:
+            where.append(rec)
+        if self.field:
+            where.append(f"field '{self.field}'")
+        text = ": ".join([*where, self.message])
+        if self.problems:
+            shown = self.problems[:20]
+            text += "\n" + "\n".join(f"  - {p}" for p in shown)
+            if len(self.problems) > len(shown):
+                text += f"\n  ... and {len(self.problems) - len(shown)} more"
+        return text
+
+
+class ChecksumError(DataError):
+    """A downloaded or local raw file does not have the expected sha256."""
+
+
+class ConfigError(ThoughtSourceError):
+    """A configuration is invalid; lists *all* problems at once."""
+
+    def __init__(self, message: str, *, path: str | None = None, problems: Sequence[str] = ()) -> None:
+        self.path = path
+        self.problems = list(problems)
+        text = f"{path}: {message}" if path else message
+        if self.problems:
+            text += "\n" + "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(text)
+
+
+class UnknownNameError(ThoughtSourceError, KeyError):
+    """A name that is not in a registry (dataset, backend, fragment, task)."""
+
+    def __init__(self, kind: str, name: str, available: Iterable[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.available = sorted(available)
+        close = difflib.get_close_matches(name, self.available, n=3)
+        text = f"Unknown {kind} '{name}'."
+        if close:
+            text += f" Did you mean: {', '.join(close)}?"
+        text += f" Available: {', '.join(self.available) or '(none)'}"
+        ThoughtSourceError.__init__(self, text)
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.args[0]
+
+
+class BackendError(ThoughtSourceError):
+    """A model backend failed after its retries ran out."""
+
+    def __init__(self, message: str, *, backend: str = "", status: int | None = None, attempts: int = 0) -> None:
+        self.backend = backend
+        self.status = status
+        self.attempts = attempts
+        detail = ", ".join(
+            p for p in (backend and f"backend {backend}", (status is not None and f"status {status}") or "",
+                        (attempts and f"{attempts} attempts") or "") if p
+        )
+        super().__init__(f"{message} ({detail})" if detail else message)
+
+
+class StoreError(ThoughtSourceError):
+    """The durable completion store is unusable."""
+
+
+class AuthError(ThoughtSourceError):
+    """Authentication or authorization failed (web app)."""

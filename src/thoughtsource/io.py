@@ -1,0 +1,290 @@
+"""Reading and writing ThoughtSource data: JSON, JSONL, Parquet and HF ``datasets``.
+
+The ThoughtSource JSON format is ``{dataset_name: {split: [sample, ...]}}``.  Every writer goes
+through :func:`atomic_write` (temp file in the same folder, fsync, rename), so a crash never leaves
+a half-written file.
+
+Parquet / Arrow layout (one table per dataset and split): typed columns for every declared field,
+nested ``generated_cot`` → ``answers`` / ``annotations`` as lists of structs, and at each level an
+``extra_json`` column holding, as JSON, the keys the schema does not know and any value that does not
+fit its column's type.  Reading merges ``extra_json`` back, so the round trip is lossless.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from .errors import DataError
+from .schema import Annotation, Answer, GeneratedCot, Sample, semantic_problems
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+Data = dict[str, dict[str, list[Sample]]]
+
+
+# --------------------------------------------------------------------------- atomic writes
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8") -> Iterator[Any]:
+    """Open a temp file next to ``path``; on success fsync it and rename it over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | os.PathLike[str], obj: Any, indent: int | None = 2) -> None:
+    with atomic_write(path) as fh:
+        json.dump(obj, fh, ensure_ascii=False, indent=indent)
+        fh.write("\n")
+
+
+# --------------------------------------------------------------------------- JSON reading
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """json.load with errors that name the file, line and column."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError("file not found", path=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise DataError(f"not UTF-8 text ({e.reason} at byte {e.start})", path=str(path)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(f"invalid JSON: {e.msg}", path=str(path), line=e.lineno, column=e.colno) from None
+
+
+def _validation_message(err: ValidationError) -> tuple[str, str]:
+    first = err.errors()[0]
+    field = ".".join(str(p) for p in first["loc"])
+    msg = first["msg"]
+    if first["type"] == "missing":
+        msg = "required field is missing"
+    elif "input" in first and first["type"] != "missing":
+        msg += f", got {first['input']!r}"[:200]
+    return field, msg
+
+
+def parse_data(
+    obj: Any, *, path: str | None = None, validate: bool = False, warn: bool = True
+) -> Data:
+    """Turn the decoded ThoughtSource JSON structure into samples.
+
+    Structural errors always raise :class:`DataError`.  Semantic problems (per answer type) raise with
+    ``validate=True``; otherwise they are logged as warnings (a count plus the first 20).
+    """
+    if not isinstance(obj, dict):
+        raise DataError(f"expected an object {{dataset: {{split: [samples]}}}}, got {type(obj).__name__}", path=path)
+    data: Data = {}
+    problems: list[str] = []
+    for ds_name, splits in obj.items():
+        if not isinstance(splits, dict):
+            raise DataError(f"expected an object {{split: [samples]}}, got {type(splits).__name__}", path=path, dataset=ds_name)
+        data[ds_name] = {}
+        for split, records in splits.items():
+            if not isinstance(records, list):
+                raise DataError(f"expected a list of samples, got {type(records).__name__}", path=path, dataset=ds_name, split=split)
+            samples: list[Sample] = []
+            for i, rec in enumerate(records):
+                rid = rec.get("id", f"#{i}") if isinstance(rec, dict) else f"#{i}"
+                if not isinstance(rec, dict):
+                    raise DataError(f"expected a sample object, got {type(rec).__name__}", path=path, dataset=ds_name, split=split, record=str(rid))
+                try:
+                    sample = Sample.model_validate(rec)
+                except ValidationError as e:
+                    field, msg = _validation_message(e)
+                    raise DataError(msg, path=path, dataset=ds_name, split=split, record=str(rid), field=field) from None
+                for p in semantic_problems(sample):
+                    problems.append(f"{ds_name}/{split}/{sample.id}: {p}")
+                samples.append(sample)
+            data[ds_name][split] = samples
+    if problems:
+        if validate:
+            raise DataError(f"{len(problems)} schema violation(s)", path=path, problems=problems)
+        if warn:
+            shown = "\n".join(f"  - {p}" for p in problems[:20])
+            more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+            log.warning("%s: %d schema violation(s):\n%s%s", path or "data", len(problems), shown, more)
+    return data
+
+
+def data_problems(data: Data) -> list[str]:
+    return [f"{d}/{s}/{x.id}: {p}" for d, splits in data.items() for s, xs in splits.items() for x in xs for p in semantic_problems(x)]
+
+
+def load_json(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
+    return parse_data(read_json(path), path=str(path), validate=validate)
+
+
+def data_to_obj(data: Data) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    return {d: {s: [x.to_dict() for x in xs] for s, xs in splits.items()} for d, splits in data.items()}
+
+
+def dump_json(data: Data, path: str | os.PathLike[str], indent: int | None = 2) -> None:
+    write_json(path, data_to_obj(data), indent=indent)
+
+
+# --------------------------------------------------------------------------- JSONL
+def dump_jsonl(data: Data, path: str | os.PathLike[str]) -> None:
+    """One sample per line, with ``dataset`` and ``split`` keys added."""
+    with atomic_write(path) as fh:
+        for d, splits in data.items():
+            for s, xs in splits.items():
+                for x in xs:
+                    fh.write(json.dumps({"dataset": d, "split": s, **x.to_dict()}, ensure_ascii=False) + "\n")
+
+
+def load_jsonl(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
+    obj: dict[str, dict[str, list[Any]]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"invalid JSON: {e.msg}", path=str(path), line=lineno, column=e.colno) from None
+            if not isinstance(rec, dict) or "dataset" not in rec or "split" not in rec:
+                raise DataError("expected an object with 'dataset' and 'split' keys", path=str(path), line=lineno)
+            obj.setdefault(rec.pop("dataset"), {}).setdefault(rec.pop("split"), []).append(rec)
+    return parse_data(obj, path=str(path), validate=validate)
+
+
+# --------------------------------------------------------------------------- Arrow / Parquet
+def _arrow_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    s = pa.string()
+    annotation = pa.struct([("author", s), ("date", s), ("key", s), ("value", s), ("extra_json", s)])
+    answer = pa.struct([
+        ("id", s), ("answer_extraction", s), ("answer_extraction_template", s), ("answer_extraction_text", s),
+        ("answer", s), ("correct_answer", pa.bool_()), ("extra_json", s),
+    ])
+    cot = pa.struct([
+        ("id", s), ("fragments_version", s), ("instruction", s), ("cot_trigger", s), ("cot_trigger_template", s),
+        ("prompt_text", s), ("cot", s), ("answers", pa.list_(answer)), ("author", s), ("date", s),
+        ("api_service", s), ("model", s), ("comment", s), ("annotations", pa.list_(annotation)), ("extra_json", s),
+    ])
+    return pa.schema([
+        ("dataset", s), ("split", s), ("id", s), ("ref_id", s), ("question", s), ("type", s),
+        ("choices", pa.list_(s)), ("context", s), ("cot", pa.list_(s)), ("answer", pa.list_(s)),
+        ("generated_cot", pa.list_(cot)), ("feedback_json", s), ("extra_json", s),
+    ])
+
+
+_NESTED = {"answers": Answer, "annotations": Annotation}
+
+
+def _to_row(obj: dict[str, Any], model: type, arrow_type: Any) -> dict[str, Any]:
+    """Split a dumped model dict into typed columns + extra_json (lossless)."""
+    import pyarrow as pa
+
+    row: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    names = {f.name: f.type for f in arrow_type}
+    for key, value in obj.items():
+        typ = names.get(key)
+        if key == "extra_json" or typ is None:
+            extra[key] = value
+        elif key in _NESTED:
+            row[key] = [_to_row(v, _NESTED[key], typ.value_type) for v in value]
+        elif key == "generated_cot":
+            row[key] = [_to_row(v, GeneratedCot, typ.value_type) for v in value]
+        elif value is None:
+            row[key] = None
+        elif (pa.types.is_string(typ) and isinstance(value, str)) or (pa.types.is_boolean(typ) and isinstance(value, bool)) or (pa.types.is_list(typ) and isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            row[key] = value
+        else:  # e.g. a model given as a dict, a non-string annotation value
+            extra[key] = value
+            row[key] = json.dumps(value, ensure_ascii=False) if pa.types.is_string(typ) else None
+    row["extra_json"] = json.dumps(extra, ensure_ascii=False) if extra else None
+    return row
+
+
+def _from_row(row: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in row.items() if k != "extra_json"}
+    for key in ("generated_cot", "answers", "annotations"):
+        if isinstance(out.get(key), list):
+            out[key] = [_from_row(v) for v in out[key]]
+    if row.get("extra_json"):
+        out.update(json.loads(row["extra_json"]))
+    return out
+
+
+def to_arrow(samples: list[Sample], dataset: str, split: str) -> pa.Table:
+    import pyarrow as pa
+
+    schema = _arrow_schema()
+    rows = []
+    for x in samples:
+        d = x.to_dict()
+        feedback = d.pop("feedback", None)
+        row = _to_row(d, Sample, schema)
+        row.update(dataset=dataset, split=split, feedback_json=json.dumps(feedback, ensure_ascii=False))
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def from_arrow(table: pa.Table) -> Data:
+    data: Data = {}
+    for row in table.to_pylist():
+        d = _from_row(row)
+        dataset, split = d.pop("dataset"), d.pop("split")
+        d["feedback"] = json.loads(d.pop("feedback_json") or "null")
+        data.setdefault(dataset, {}).setdefault(split, []).append(Sample.model_validate(d))
+    return data
+
+
+def dump_parquet(data: Data, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write ``out_dir/<dataset>/<split>.parquet`` per dataset and split (each atomically)."""
+    import pyarrow.parquet as pq
+
+    written = []
+    for d, splits in data.items():
+        for s, xs in splits.items():
+            path = Path(out_dir) / d / f"{s}.parquet"
+            with atomic_write(path, "wb") as fh:
+                pq.write_table(to_arrow(xs, d, s), fh)
+            written.append(path)
+    return written
+
+
+def load_parquet(path: str | os.PathLike[str]) -> Data:
+    """Read one Parquet file or every ``*.parquet`` below a folder."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
+    if not files:
+        raise DataError("no .parquet files found", path=str(path))
+    data: Data = {}
+    for f in files:
+        try:
+            table = pq.read_table(f)
+        except Exception as e:  # pyarrow raises several types for broken files
+            raise DataError(f"cannot read Parquet: {e}", path=str(f)) from None
+        for d, splits in from_arrow(table).items():
+            for s, xs in splits.items():
+                data.setdefault(d, {}).setdefault(s, []).extend(xs)
+    return data

@@ -1,0 +1,158 @@
+"""The ThoughtSource schema: Sample, GeneratedCot, Answer, Annotation (pydantic v2).
+
+Structure is enforced by pydantic (a wrong type or a missing ``id``/``question``/``type`` always
+fails).  Semantics per answer type (a multiple-choice answer must be one of the choices, a number
+must parse, ...) are checked by :func:`semantic_problems`, so that loading real files can be lenient
+(warn) or strict (raise), see :mod:`thoughtsource.io`.
+
+Unknown keys are kept (``extra="allow"``) and written back, so files from other tools survive a
+load/dump round trip.  Older key spellings are accepted: ``templates_version`` for
+``fragments_version`` and ``annotation`` for ``annotations``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+AnswerType = Literal["multiplechoice", "bool", "number", "text", "collection"]
+ANSWER_TYPES: tuple[str, ...] = ("multiplechoice", "bool", "number", "text", "collection")
+
+BOOL_WORDS = {"true": True, "false": False, "yes": True, "no": False}
+_NUMBER_RE = re.compile(r"^[-+]?(\d+(,\d{3})*|\d*)(\.\d+)?$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict: declared fields in schema order, then unknown keys."""
+        return self.model_dump(mode="json")
+
+
+class Annotation(_Model):
+    author: str | None = None
+    date: str | None = None
+    key: str
+    value: Any = None
+
+
+class Answer(_Model):
+    id: str | None = None
+    answer_extraction: str | None = None
+    answer_extraction_template: str | None = None
+    answer_extraction_text: str | None = None
+    answer: str | None = None
+    correct_answer: bool | None = None
+
+
+class GeneratedCot(_Model):
+    id: str | None = None
+    fragments_version: str | None = None
+    instruction: str | None = None
+    cot_trigger: str | None = None
+    cot_trigger_template: str | None = None
+    prompt_text: str | None = None
+    cot: str | None = None
+    answers: list[Answer] = Field(default_factory=list)
+    author: str | None = None
+    date: str | None = None
+    api_service: str | None = None
+    model: str | dict[str, Any] | None = None
+    comment: str | None = None
+    annotations: list[Annotation] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            if "templates_version" in data and "fragments_version" not in data:
+                data = dict(data)
+                data["fragments_version"] = data.pop("templates_version")
+            if "annotation" in data and "annotations" not in data:
+                data = dict(data)
+                data["annotations"] = data.pop("annotation") or []
+            if data.get("annotations", []) is None:
+                data = {**data, "annotations": []}
+            if data.get("answers", []) is None:
+                data = {**data, "answers": []}
+        return data
+
+
+class Sample(_Model):
+    id: str
+    ref_id: str | None = ""
+    question: str
+    type: AnswerType
+    choices: list[str] = Field(default_factory=list)
+    context: str | None = ""
+    cot: list[str] = Field(default_factory=list)
+    answer: list[str] = Field(default_factory=list)
+    generated_cot: list[GeneratedCot] = Field(default_factory=list)
+    feedback: list[Any] | None = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _coerce(cls, data: Any) -> Any:
+        # Real files store ids as numbers now and then; keep them as strings.
+        if isinstance(data, dict):
+            if isinstance(data.get("id"), int):
+                data = {**data, "id": str(data["id"])}
+            if data.get("generated_cot", []) is None:
+                data = {**data, "generated_cot": []}
+            for key in ("choices", "cot", "answer"):
+                if data.get(key, []) is None:
+                    data = {**data, key: []}
+        return data
+
+    def iter_answers(self):
+        """Yield (generated_cot, answer) pairs of this sample."""
+        for cot in self.generated_cot:
+            for ans in cot.answers:
+                yield cot, ans
+
+
+def parse_number(text: str) -> float | None:
+    """Parse a gold number as stored in datasets ("1,000", "-3", "2.5", "3/4"); None if it is not one."""
+    t = text.strip().replace(" ", "")
+    if "/" in t:
+        num, _, den = t.partition("/")
+        a, b = parse_number(num), parse_number(den)
+        return a / b if a is not None and b not in (None, 0) else None
+    if not t or not _NUMBER_RE.match(t) or t in {"-", "+", "."}:
+        return None
+    try:
+        return float(t.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def semantic_problems(sample: Sample) -> list[str]:
+    """Per-type checks of a sample's gold data and generated answers; [] when all is well."""
+    problems: list[str] = []
+    t = sample.type
+    if t == "multiplechoice":
+        if len(sample.choices) < 2:
+            problems.append(f"field 'choices': a multiplechoice sample needs at least 2 choices, got {len(sample.choices)}")
+        for a in sample.answer:
+            if a not in sample.choices:
+                problems.append(f"field 'answer': {a!r} is not one of the choices {sample.choices!r}")
+    elif t == "bool":
+        for a in sample.answer:
+            if str(a).strip().lower() not in BOOL_WORDS:
+                problems.append(f"field 'answer': expected a bool (true/false/yes/no), got {a!r}")
+    elif t == "number":
+        for a in sample.answer:
+            if parse_number(str(a)) is None:
+                problems.append(f"field 'answer': expected a number, got {a!r}")
+    if t != "collection" and len(sample.answer) > 1:
+        problems.append(f"field 'answer': a {t} sample has one gold answer, got {len(sample.answer)}")
+    seen: set[str] = set()
+    for cot in sample.generated_cot:
+        if cot.id is not None:
+            if cot.id in seen:
+                problems.append(f"field 'generated_cot': duplicate id {cot.id!r}")
+            seen.add(cot.id)
+    return problems

@@ -1,0 +1,40 @@
+"""Shared fixtures: the real data under ../shared/data, an isolated THOUGHTSOURCE_HOME."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _shared_data() -> Path:
+    env = os.environ.get("THOUGHTSOURCE_SHARED_DATA")
+    return Path(env) if env else REPO.parent / "shared" / "data"
+
+
+SHARED_DATA = _shared_data()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` (or $THOUGHTSOURCE_SHARED_DATA); skips the test when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data folder not found at {SHARED_DATA} (set THOUGHTSOURCE_SHARED_DATA)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def examples_dir(shared_data: Path) -> Path:
+    d = shared_data / "thoughtsource_examples"
+    if not d.is_dir():
+        pytest.skip(f"ThoughtSource example files not found at {d}")
+    return d
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own THOUGHTSOURCE_HOME (cache, db, secrets), never the user's."""
+    monkeypatch.setenv("THOUGHTSOURCE_HOME", str(tmp_path_factory.mktemp("home")))

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from thoughtsource.collection import Collection
+from thoughtsource.schema import GeneratedCot
+
+
+def test_merge_two_files_with_different_cots(examples_dir: Path):
+    d = examples_dir / "tests_unit_data"
+    a = Collection.from_json(d / "worldtree_1_merge.json")
+    b = Collection.from_json(d / "test_1_generate.json")
+    sample_a = a["worldtree"]["train"][0]
+    sample_b = b["worldtree"]["train"][0]
+    ids_a = {c.id for c in sample_a.generated_cot}
+    ids_b = {c.id for c in sample_b.generated_cot}
+    merged = a.merge(b)
+    if sample_a.id == sample_b.id:
+        got = [c.id for c in merged["worldtree"]["train"][0].generated_cot]
+        assert sorted(got) == sorted(ids_a | ids_b) and len(got) == len(set(got))
+    assert merged.merge(b) == merged  # merging again adds nothing
+
+
+def test_merge_cots_of_same_samples(examples_dir: Path):
+    base = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json").select("train", 5, seed=1)
+    one, two = base.select(split=None), base.select(split=None)
+    for i, (_, _, x) in enumerate(one.samples()):
+        x.generated_cot = [GeneratedCot(id=f"a{i}", cot="first model", author="a")]
+    for i, (_, _, x) in enumerate(two.samples()):
+        x.generated_cot = [GeneratedCot(id=f"b{i}", cot="second model", author="b")]
+    one = Collection.from_json(_dump(one))
+    two = Collection.from_json(_dump(two))
+    merged = one.merge(two)
+    assert len(merged) == 5
+    for i, (_, _, x) in enumerate(merged.samples()):
+        assert [c.id for c in x.generated_cot] == [f"a{i}", f"b{i}"]
+    assert merged.merge_conflicts == []
+    assert one.merge(one) == one
+
+
+def test_merge_reports_conflicts_and_keeps_existing(examples_dir: Path):
+    a = Collection.from_json(examples_dir / "tests_unit_data" / "test_1_evaluate.json")
+    b = Collection.from_json(examples_dir / "tests_unit_data" / "test_1_evaluate.json")
+    b["worldtree"]["train"][0].generated_cot[0].cot = "rewritten"
+    merged = a.merge(b)
+    assert merged["worldtree"]["train"][0].generated_cot[0].cot == "The generated cot"
+    assert len(merged["worldtree"]["train"][0].generated_cot) == 1
+    assert any("field 'cot' differs" in c for c in merged.merge_conflicts)
+
+
+def test_select_is_deterministic_and_keeps_order(examples_dir: Path):
+    c = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json")
+    assert len(c) == 100
+    s1 = c.select(split="train", number_samples=10, seed=7)
+    s2 = c.select(split="train", number_samples=10, seed=7)
+    s3 = c.select(split="train", number_samples=10, seed=8)
+    ids1 = [x.id for x in s1["worldtree"]["train"]]
+    assert ids1 == [x.id for x in s2["worldtree"]["train"]]
+    assert ids1 != [x.id for x in s3["worldtree"]["train"]]
+    order = [x.id for x in c["worldtree"]["train"]]
+    assert ids1 == sorted(ids1, key=order.index)
+    assert len(c.select(split="train", number_samples=1000)) == 100
+
+
+def test_filter_and_delete(examples_dir: Path):
+    c = Collection.from_json(examples_dir / "model_runs" / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json")
+    assert len(c) == 600
+    mc = c.filter(lambda x: x.type == "bool")
+    assert len(mc) == 100 and set(mc.names) == set(c.names)
+    n_before = sum(len(x.generated_cot) for _, _, x in c.samples())
+    assert n_before > 0
+    c.delete_generated_cots(model="gpt-4")
+    assert sum(len(x.generated_cot) for _, _, x in c.samples()) == 0
+
+
+def test_delete_by_author(examples_dir: Path):
+    d = examples_dir / "tests_unit_data"
+    c = Collection.from_json(d / "test_1_delete_cots.json")
+    expected = Collection.from_json(d / "test_1_delete_cots_all.json")
+    c.delete_generated_cots()
+    assert [x.generated_cot for _, _, x in c.samples()] == [x.generated_cot for _, _, x in expected.samples()]
+
+
+def test_to_pandas(examples_dir: Path):
+    df = Collection.from_json(examples_dir / "annotated" / "annotated_set.json").to_pandas()
+    assert len(df) == 36
+    assert {"dataset", "split", "id", "question", "generated_cot"} <= set(df.columns)
+    assert set(df["dataset"]) == {"commonsense_qa", "worldtree", "strategy_qa", "open_book_qa"}
+
+
+def _dump(c: Collection) -> Path:
+    import tempfile
+
+    p = Path(tempfile.mkdtemp()) / "c.json"
+    c.dump(p)
+    return p

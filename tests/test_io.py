@@ -1,0 +1,160 @@
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from thoughtsource import io
+from thoughtsource.collection import Collection
+from thoughtsource.errors import DataError
+
+
+def ts_json_files(examples_dir: Path) -> list[Path]:
+    """Every JSON file under the examples folder that is in ThoughtSource format (and parses)."""
+    out = []
+    for p in sorted(examples_dir.rglob("*.json")):
+        try:
+            obj = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and obj and all(
+            isinstance(v, dict) and v and all(isinstance(x, list) for x in v.values()) for v in obj.values()
+        ):
+            out.append(p)
+    return out
+
+
+def test_every_example_file_loads_and_round_trips(examples_dir: Path, tmp_path: Path):
+    files = ts_json_files(examples_dir)
+    assert len(files) >= 20, files  # fixtures, annotated files, model runs
+    for f in files:
+        raw = json.loads(f.read_text(encoding="utf-8"))
+        c = Collection.from_json(f)
+        assert len(c) == sum(len(x) for v in raw.values() for x in v.values())
+        out = tmp_path / f.name
+        c.dump(out)
+        again = Collection.from_json(out)
+        assert again == c, f
+        # nothing was lost against the raw file: every key of every record keeps its value
+        # (old spellings are renamed, ids become strings, null lists become [])
+        assert_contains(json.loads(out.read_text()), raw, str(f))
+
+
+RENAMED = {"templates_version": "fragments_version", "annotation": "annotations"}
+
+
+def assert_contains(new, old, where: str) -> None:
+    if isinstance(old, dict):
+        assert isinstance(new, dict), where
+        for k, v in old.items():
+            key = RENAMED.get(k, k)
+            assert key in new, f"{where}: key {k} lost"
+            assert_contains(new[key], v, f"{where}.{k}")
+    elif isinstance(old, list):
+        assert isinstance(new, list) and len(new) == len(old), where
+        for i, (a, b) in enumerate(zip(new, old, strict=True)):
+            assert_contains(a, b, f"{where}[{i}]")
+    elif old is None and new == []:
+        pass
+    elif isinstance(old, int) and not isinstance(old, bool) and isinstance(new, str):
+        assert new == str(old), where
+    else:
+        assert new == old, where
+
+
+def test_annotated_file_keeps_annotations_and_extras(examples_dir: Path):
+    c = Collection.from_json(examples_dir / "annotated" / "annotated_st_davinci.json")
+    x = c["strategy_qa"]["train"][0]
+    assert x.id == "1b29d402c3e17cb3b435"
+    assert x.model_extra["subsetType"] == "train"
+    ann = x.generated_cot[0].annotations[0]
+    assert (ann.key, ann.value, ann.author) == ("Incorrect reasoning", "true", "Rob")
+
+
+def test_invalid_json_names_file_line_and_column(tmp_path: Path):
+    p = tmp_path / "broken.json"
+    p.write_text('{"gsm8k": {"test": [\n  {"id": "1",, }\n]}}')
+    with pytest.raises(DataError) as e:
+        Collection.from_json(p)
+    assert e.value.line == 2 and e.value.column == 14
+    assert str(p) in str(e.value) and ":2:14" in str(e.value)
+
+
+def test_malformed_published_file_is_reported(examples_dir: Path):
+    p = examples_dir / "notebooks" / "internal_documentation" / "newly_annotated" / "chat_hard.json"
+    with pytest.raises(DataError, match=r"chat_hard.json:10146:46: invalid JSON"):
+        Collection.from_json(p)
+
+
+def _one(sample: dict) -> dict:
+    return {"worldtree": {"train": [sample]}}
+
+
+def test_wrong_answer_type_is_a_structural_error(tmp_path: Path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(_one({"id": "7", "question": "?", "type": "essay"})))
+    with pytest.raises(DataError, match=r"worldtree/train/7: field 'type'"):
+        Collection.from_json(p)
+
+
+def test_number_answer_that_is_not_a_number(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(_one({"id": "n1", "question": "?", "type": "number", "answer": ["twelve"]})))
+    with caplog.at_level(logging.WARNING):
+        c = Collection.from_json(p)  # lenient: loads, warns
+    assert len(c) == 1 and "expected a number, got 'twelve'" in caplog.text
+    with pytest.raises(DataError, match="expected a number, got 'twelve'"):
+        Collection.from_json(p, validate=True)
+
+
+def test_multiplechoice_answer_not_among_choices(tmp_path: Path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(_one({"id": "m1", "question": "?", "type": "multiplechoice", "choices": ["a", "b"], "answer": ["c"]})))
+    with pytest.raises(DataError) as e:
+        Collection.from_json(p, validate=True)
+    assert "worldtree/train/m1: field 'answer': 'c' is not one of the choices" in str(e.value)
+
+
+def test_missing_required_field(tmp_path: Path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(_one({"id": "q1", "type": "text"})))
+    with pytest.raises(DataError) as e:
+        Collection.from_json(p)
+    assert "worldtree/train/q1: field 'question': required field is missing" in str(e.value)
+
+
+def test_wrong_structure(tmp_path: Path):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"worldtree": [1, 2]}))
+    with pytest.raises(DataError, match="expected an object"):
+        Collection.from_json(p)
+
+
+def test_atomic_write_leaves_old_file_on_crash(tmp_path: Path):
+    p = tmp_path / "out.json"
+    p.write_text("old")
+    with pytest.raises(RuntimeError), io.atomic_write(p) as fh:
+        fh.write("half")
+        raise RuntimeError("crash")
+    assert p.read_text() == "old"
+    assert [x.name for x in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_parquet_and_hf_round_trip_keep_nested_fields(examples_dir: Path, tmp_path: Path):
+    c = Collection.from_json(examples_dir / "annotated" / "annotated_set.json")
+    c = c.merge(Collection.from_json(examples_dir / "tests_unit_data" / "test_1_evaluate.json"))
+    # a value that does not fit its column: model given as a dict, numeric annotation value
+    cot = c["worldtree"]["train"][0].generated_cot[0]
+    cot.model = {"name": "smollm2", "temperature": 0.7}
+    c["commonsense_qa"]["validation"][0].generated_cot[0].annotations[0].value = 3
+    c.to_parquet(tmp_path / "pq")
+    assert Collection.from_parquet(tmp_path / "pq") == c
+    dsd = c.to_hf_dataset()
+    assert set(dsd) == {"validation", "test", "train"}
+    assert "generated_cot" in dsd["train"].column_names
+    assert Collection.from_hf_dataset(dsd) == c
+    jl = tmp_path / "c.jsonl"
+    c.to_jsonl(jl)
+    assert Collection.from_jsonl(jl) == c
