@@ -1,0 +1,59 @@
+"""The backend contract: a tiny async protocol every model backend satisfies.
+
+A backend turns a batch of :class:`Request` into :class:`Completion` (same order).  Retries, rate
+limits, batching and padding stay inside the backend; caching, fan-out and progress belong to
+``store.py`` / ``generate.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Request:
+    """One completion to produce.
+
+    ``prompt`` is plain text (completion style); ``messages`` (chat style, OpenAI format) wins when
+    given.  ``sample_index`` distinguishes the n samples of one prompt (self-consistency) and is part
+    of the cache key, so sampled completions are cacheable.
+    """
+
+    prompt: str = ""
+    messages: tuple[dict[str, str], ...] | None = None
+    max_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    sample_index: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = ""
+    latency_s: float = 0.0
+    attempts: int = 1
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+
+    def cache_identity(self) -> dict[str, Any]:
+        """Everything that changes the output besides the request: model id, weights hash, server kind."""
+        ...
+
+    async def complete(self, requests: list[Request]) -> list[Completion]:
+        """Complete every request (same order).  Raises BackendError once retries run out."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections / memory."""
+        ...
