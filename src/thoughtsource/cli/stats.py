@@ -1,0 +1,112 @@
+"""``stats``: counts, token lengths, vocabulary and n-gram overlap of datasets, as markdown tables and PNGs."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import sys
+import time
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from ..console import console
+
+log = logging.getLogger(__name__)
+
+
+class TokenizerName(str, Enum):
+    word = "word"
+    embedded = "embedded"
+
+
+class PlotKind(str, Enum):
+    box = "box"
+    violin = "violin"
+
+
+def stats(
+    datasets: list[str] = typer.Argument(None, help="Registered dataset names; none and no --file: every dataset whose raw files are present."),
+    file: list[Path] = typer.Option(None, "--file", "-f", help="ThoughtSource JSON/JSONL/Parquet file(s) instead of (or besides) datasets."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for stats.md, stats.json and the figures."),
+    tokenizer: TokenizerName = typer.Option(TokenizerName.word, "--tokenizer", help="word: fast, no model; embedded: the embedded SmolLM2 tokenizer."),
+    n: int = typer.Option(3, "--n", min=1, help="n-gram size for the overlap between datasets."),
+    split: str = typer.Option(None, "--split", help="Only this split of every dataset."),
+    data_dir: Path = typer.Option(None, "--data-dir", help="Folder with the raw dataset files (default: the usual resolution)."),
+    img_dir: str = typer.Option(".", "--img-dir", help="Sub-folder of --out for the figures (links in stats.md are relative)."),
+    svg: bool = typer.Option(False, "--svg", help="Also write SVG figures."),
+    kind: PlotKind = typer.Option(PlotKind.box, "--kind", help="Length plots as box or violin plots."),
+    title: str = typer.Option("Dataset statistics", "--title", help="Heading of stats.md."),
+    no_plots: bool = typer.Option(False, "--no-plots", help="Tables only."),
+) -> None:
+    """Statistics of datasets (the paper's Table 6, Figures 1 and 2): stats.md, stats.json and PNGs."""
+    from ..collection import Collection
+    from ..io import atomic_write, write_json
+    from ..stats import compute_stats, render_markdown
+
+    t0 = time.perf_counter()
+    collection = _load(datasets or [], file or [], data_dir, explicit=bool(datasets) or bool(file))
+    if split:
+        collection = Collection(data={d: {s: xs for s, xs in sp.items() if s == split} for d, sp in collection.data.items()})
+        collection = Collection(data={d: sp for d, sp in collection.data.items() if sp})
+    if len(collection) == 0:
+        from ..errors import DataError
+
+        raise DataError("no samples to describe" + (f" (split {split!r})" if split else ""))
+    console.print(f"{len(collection):,} samples in {len(collection.names)} dataset(s): {', '.join(collection.names)}", highlight=False)
+    report = compute_stats(collection, tokenizer=tokenizer.value, n=n)
+    images: dict[str, str] = {}
+    if not no_plots:
+        from ..stats_plots import write_all
+
+        t1 = time.perf_counter()
+        paths = write_all(report, out / img_dir, formats=("png", "svg") if svg else ("png",), kind=kind.value)
+        images = {k: str(p.relative_to(out)) for k, p in paths.items()}
+        report.timings["plots"] = time.perf_counter() - t1
+    command = "thoughtsource " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv and "thoughtsource" in sys.argv[0] else None
+    text = render_markdown(report, images, title=title, command=command)
+    with atomic_write(out / "stats.md") as fh:
+        fh.write(text)
+    write_json(out / "stats.json", {
+        "tokenizer": report.tokenizer, "n": report.n,
+        "counts": report.counts.to_dict("records"),
+        "length_summary": report.length_summary.to_dict("records"),
+        "vocabulary": report.vocabulary.to_dict("records"),
+        "overlap": {f: df.to_dict("records") for f, df in report.overlap.items()},
+        "timings": report.timings,
+    })
+    console.print(f"wrote {out / 'stats.md'}, {out / 'stats.json'}" + (f" and {len(images)} figure(s)" if images else "")
+                  + f" in {time.perf_counter() - t0:.1f} s", highlight=False)
+
+
+def _load(names: list[str], files: list[Path], data_dir: Path | None, explicit: bool):
+    """Named datasets and files merged into one collection; without any, every dataset that loads."""
+    from .. import datasets as registry
+    from ..collection import Collection
+    from ..console import progress
+    from ..errors import DataError
+
+    collection = Collection()
+    for f in files:
+        collection = collection.merge(Collection.load(f))
+    todo = names if explicit else registry.names()
+    if not todo:
+        return collection
+    with progress() as bar:
+        task = bar.add_task("load datasets", total=len(todo))
+        for name in todo:
+            try:
+                loaded = Collection.from_datasets([name], data_dir=data_dir)
+            except DataError as e:
+                if explicit:
+                    raise
+                log.warning("skipping %s: %s", name, e)
+            else:
+                collection = collection.merge(loaded) if name in collection else Collection(data={**collection.data, **loaded.data})
+            bar.advance(task)
+    return collection
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="stats")(stats)

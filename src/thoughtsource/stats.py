@@ -1,0 +1,455 @@
+"""Dataset statistics: counts, token lengths, vocabulary and n-gram overlap between datasets.
+
+What the ThoughtSource paper reports in Table 6 (counts), Figure 1 (length distributions) and
+Figure 2 (n-gram overlap), computed offline and fast:
+
+* **Tokenizers** need no download.  ``"word"`` (default) lower-cases and takes runs of letters/digits
+  (``\\w+``, with inner apostrophes: ``don't`` is one token); punctuation is not a token.
+  ``"embedded"`` uses the embedded SmolLM2 model's (byte-level BPE) tokenizer via transformers.
+* **Lengths** are counted per text: one text per sample for question, context, choices (all choices
+  of a sample together) and the reference CoT (its steps together); one text per generated CoT.
+  Empty fields are left out, so a summary describes the samples that have the field (``n``).
+* **n-gram overlap** between two datasets compares the *sets* of n-grams (within one text, never
+  across two texts) of all their splits.  Both measures are reported under their real names:
+  the Szymkiewicz–Simpson **overlap coefficient** |A∩B| / min(|A|, |B|) (what the paper's Figure 2
+  shows; the published code computed it but called it Jaccard) and the **Jaccard index**
+  |A∩B| / |A∪B|.  N-grams are 64-bit hashes (tokens hashed with pandas' SipHash, combined
+  polynomially), kept as sorted unique numpy arrays; with a few million n-grams a collision is
+  about as likely as 1 in 10^6, far below the two decimals reported.
+
+Library functions compute; :mod:`thoughtsource.stats_plots` draws; ``thoughtsource stats`` writes both.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError
+from .schema import ANSWER_TYPES
+
+if TYPE_CHECKING:
+    from .collection import Collection
+
+log = logging.getLogger(__name__)
+
+FIELDS: tuple[str, ...] = ("question", "context", "choices", "cot", "generated_cot")
+"""Text fields whose token lengths are measured (``cot`` = the reference CoT)."""
+FIELD_LABELS = {
+    "question": "question",
+    "context": "context",
+    "choices": "choices",
+    "cot": "reference CoT",
+    "generated_cot": "generated CoT",
+}
+OVERLAP_FIELDS: tuple[str, ...] = ("question", "cot")
+VOCABULARY_FIELDS: tuple[str, ...] = ("question", "context", "choices", "cot")
+QUANTILES: tuple[float, ...] = (0.05, 0.25, 0.5, 0.75, 0.95)
+TOKENIZERS: tuple[str, ...] = ("word", "embedded")
+
+_WORD_RE = re.compile(r"\w+(?:['’]\w+)*")
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constant (golden ratio) for combining token hashes
+
+# The ThoughtSource paper, Table 6: examples, examples with human reference CoTs, examples with AI-generated
+# CoTs, number of AI-generated CoTs, answer type.  Keyed by our dataset names.
+PAPER_TABLE6: dict[str, tuple[int, int, int, int, str]] = {
+    "aqua": (97_975, 97_975, 0, 0, "multiplechoice"),
+    "asdiv": (1_218, 1_218, 0, 0, "number"),
+    "commonsense_qa": (12_102, 10_962, 1_221, 3_037, "multiplechoice"),
+    "entailment_bank": (1_840, 1_840, 0, 0, "text"),
+    "gsm8k": (8_792, 8_792, 0, 0, "number"),
+    "mawps": (1_921, 1_921, 0, 0, "number"),
+    "med_qa": (12_723, 0, 1_273, 134_260, "multiplechoice"),
+    "medmc_qa": (193_155, 161_558, 1_000, 105_587, "multiplechoice"),
+    "open_book_qa": (5_957, 5_957, 100, 600, "multiplechoice"),
+    "pubmed_qa": (1_000, 1_000, 500, 2_500, "multiplechoice"),
+    "qed": (6_175, 6_175, 0, 0, "collection"),
+    "strategy_qa": (2_780, 2_290, 2_289, 5_132, "bool"),
+    "svamp": (1_000, 1_000, 0, 0, "number"),
+    "worldtree": (4_367, 4_365, 100, 600, "multiplechoice"),
+}
+
+
+# --------------------------------------------------------------------------- tokenizers
+class Tokenizer(Protocol):
+    name: str
+
+    def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(token_hashes, lengths)``: uint64 hashes of every token of every text, flat, and tokens per text."""
+        ...
+
+
+class WordTokenizer:
+    """Lower-cased words and numbers (``\\w+``, inner apostrophes kept); needs nothing but ``re``."""
+
+    name = "word"
+
+    def tokenize(self, text: str) -> list[str]:
+        return _WORD_RE.findall(text.lower())
+
+    def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        toks = [_WORD_RE.findall(t.lower()) for t in texts]
+        lengths = np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
+        flat = np.fromiter(chain.from_iterable(toks), dtype=object, count=int(lengths.sum()))
+        return pd.util.hash_array(flat, categorize=True), lengths
+
+
+class HFTokenizer:
+    """A transformers tokenizer (default: the embedded SmolLM2 model's); special tokens are not counted."""
+
+    def __init__(self, path: str | None = None) -> None:
+        from transformers import AutoTokenizer
+
+        from .embedded import embedded_model_dir
+
+        self.path = path or str(embedded_model_dir())
+        self.name = "embedded" if path is None else f"hf:{self.path}"
+        self._tok = AutoTokenizer.from_pretrained(self.path)
+
+    def tokenize(self, text: str) -> list[str]:
+        return self._tok.tokenize(text)
+
+    def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        if not texts:
+            return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+        ids = self._tok(list(texts), add_special_tokens=False)["input_ids"]
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter(chain.from_iterable(ids), dtype=np.uint64, count=int(lengths.sum()))
+        return pd.util.hash_array(flat), lengths
+
+
+def get_tokenizer(name: str = "word") -> Tokenizer:
+    """``"word"`` or ``"embedded"`` (the embedded model's tokenizer; no download)."""
+    if name == "word":
+        return WordTokenizer()
+    if name == "embedded":
+        return HFTokenizer()
+    raise ConfigError(f"unknown tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}")
+
+
+# --------------------------------------------------------------------------- n-gram sets and overlap measures
+def ngram_hashes(token_hashes: np.ndarray, lengths: np.ndarray, n: int = 3) -> np.ndarray:
+    """Sorted unique 64-bit hashes of the n-grams inside each text (none spans two texts).
+
+    ``token_hashes``/``lengths`` as returned by :meth:`Tokenizer.encode`.  Texts shorter than ``n``
+    tokens contribute nothing (as in the published code).
+    """
+    if n < 1:
+        raise ConfigError(f"n-gram size must be at least 1, got {n}")
+    total = token_hashes.size
+    if total < n:
+        return np.empty(0, dtype=np.uint64)
+    width = total - n + 1
+    grams = token_hashes[:width].astype(np.uint64, copy=True)
+    for k in range(1, n):
+        grams *= _MIX
+        grams += token_hashes[k : k + width]
+    ends = np.repeat(np.cumsum(lengths), lengths)[:width]  # end offset of the text each position lies in
+    valid = np.arange(n, width + n) <= ends
+    return np.unique(grams[valid])
+
+
+def intersection_size(a: np.ndarray, b: np.ndarray) -> int:
+    """|A ∩ B| of two sorted arrays of unique values."""
+    if a.size > b.size:
+        a, b = b, a
+    if a.size == 0:
+        return 0
+    idx = np.searchsorted(b, a)
+    idx[idx == b.size] = 0
+    return int(np.count_nonzero(b[idx] == a))
+
+
+def overlap_coefficient_from_sizes(intersection: int, size_a: int, size_b: int) -> float:
+    """Szymkiewicz–Simpson: |A∩B| / min(|A|, |B|); NaN when a set is empty."""
+    smaller = min(size_a, size_b)
+    return intersection / smaller if smaller else math.nan
+
+
+def jaccard_from_sizes(intersection: int, size_a: int, size_b: int) -> float:
+    """Jaccard: |A∩B| / |A∪B|; NaN when both sets are empty."""
+    union = size_a + size_b - intersection
+    return intersection / union if union else math.nan
+
+
+def overlap_coefficient(a: Iterable[Any], b: Iterable[Any]) -> float:
+    """Szymkiewicz–Simpson overlap coefficient of two collections taken as sets."""
+    sa, sb = set(a), set(b)
+    return overlap_coefficient_from_sizes(len(sa & sb), len(sa), len(sb))
+
+
+def jaccard(a: Iterable[Any], b: Iterable[Any]) -> float:
+    """Jaccard index of two collections taken as sets."""
+    sa, sb = set(a), set(b)
+    return jaccard_from_sizes(len(sa & sb), len(sa), len(sb))
+
+
+def pairwise_overlap(ngram_sets: dict[str, np.ndarray]) -> pd.DataFrame:
+    """One row per unordered pair of datasets (and each with itself): sizes, intersection, both measures."""
+    names = list(ngram_sets)
+    rows = []
+    for i, a in enumerate(names):
+        for b in names[i:]:
+            sa, sb = ngram_sets[a], ngram_sets[b]
+            inter = sa.size if a == b else intersection_size(sa, sb)
+            rows.append({
+                "dataset_a": a, "dataset_b": b, "ngrams_a": int(sa.size), "ngrams_b": int(sb.size), "intersection": inter,
+                "overlap_coefficient": overlap_coefficient_from_sizes(inter, sa.size, sb.size),
+                "jaccard": jaccard_from_sizes(inter, sa.size, sb.size),
+            })
+    return pd.DataFrame(rows, columns=["dataset_a", "dataset_b", "ngrams_a", "ngrams_b", "intersection", "overlap_coefficient", "jaccard"])
+
+
+def overlap_matrix(pairs: pd.DataFrame, metric: str = "overlap_coefficient", names: Sequence[str] | None = None) -> pd.DataFrame:
+    """A symmetric dataset × dataset matrix of ``metric`` from :func:`pairwise_overlap` rows."""
+    if names is None:
+        names = list(dict.fromkeys([*pairs["dataset_a"], *pairs["dataset_b"]]))
+    m = pd.DataFrame(np.nan, index=list(names), columns=list(names))
+    for a, b, v in zip(pairs["dataset_a"], pairs["dataset_b"], pairs[metric], strict=True):
+        if a in m.index and b in m.index:
+            m.loc[a, b] = m.loc[b, a] = v
+    return m
+
+
+# --------------------------------------------------------------------------- the report
+@dataclass
+class StatsReport:
+    """Everything ``thoughtsource stats`` shows.  All tables are pandas DataFrames."""
+
+    tokenizer: str
+    n: int
+    counts: pd.DataFrame  # dataset, split, samples, per answer type, with_reference_cot, with_generated_cot, generated_cots
+    lengths: pd.DataFrame  # dataset, split, field, length: one row per non-empty text
+    length_summary: pd.DataFrame  # dataset, split ("all" = every split), field, n, min, q05..q95, mean, max
+    vocabulary: pd.DataFrame  # dataset, tokens, vocabulary (distinct tokens over VOCABULARY_FIELDS)
+    overlap: dict[str, pd.DataFrame] = field(default_factory=dict)  # field → pairwise_overlap rows
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def datasets(self) -> list[str]:
+        return list(dict.fromkeys(self.counts["dataset"]))
+
+
+def _texts(samples: Sequence[Any], name: str) -> list[str]:
+    if name == "question":
+        return [x.question or "" for x in samples]
+    if name == "context":
+        return [x.context or "" for x in samples]
+    if name == "choices":
+        return ["\n".join(x.choices) for x in samples]
+    if name == "cot":
+        return [" ".join(x.cot) for x in samples]
+    raise ValueError(name)
+
+
+def count_table(collection: Collection) -> pd.DataFrame:
+    """Per dataset and split: samples, samples per answer type, reference and generated CoTs."""
+    rows = []
+    for d, splits in collection:
+        for s, xs in splits.items():
+            types = Counter(x.type for x in xs)
+            rows.append({
+                "dataset": d, "split": s, "samples": len(xs),
+                **{t: types.get(t, 0) for t in ANSWER_TYPES},
+                "with_reference_cot": sum(1 for x in xs if any(step.strip() for step in x.cot)),
+                "with_generated_cot": sum(1 for x in xs if x.generated_cot),
+                "generated_cots": sum(len(x.generated_cot) for x in xs),
+            })
+    cols = ["dataset", "split", "samples", *ANSWER_TYPES, "with_reference_cot", "with_generated_cot", "generated_cots"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def summarize_lengths(lengths: pd.DataFrame) -> pd.DataFrame:
+    """min / quantiles / mean / max of ``length`` per dataset, split and field, plus split ``"all"``."""
+    both = pd.concat([lengths, lengths.assign(split="all")], ignore_index=True)
+    g = both.groupby(["dataset", "split", "field"], sort=False)["length"]
+    out = g.agg(n="size", min="min", mean="mean", max="max")
+    q = g.quantile(list(QUANTILES)).unstack()
+    q.columns = [f"q{round(p * 100):02d}" for p in QUANTILES]
+    out = out.join(q).reset_index()
+    order = ["dataset", "split", "field", "n", "min", *q.columns, "mean", "max"]
+    out = out[order].rename(columns={"q50": "median"})
+    return out
+
+
+def compute_stats(
+    collection: Collection,
+    *,
+    tokenizer: str | Tokenizer = "word",
+    n: int = 3,
+    progress: bool = True,
+) -> StatsReport:
+    """Counts, token lengths, vocabulary sizes and pairwise n-gram overlap of every dataset in ``collection``."""
+    from .console import progress as make_progress
+
+    tok = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    if n < 1:
+        raise ConfigError(f"n-gram size must be at least 1, got {n}")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    counts = count_table(collection)
+    timings["counts"] = time.perf_counter() - t0
+
+    length_parts: list[pd.DataFrame] = []
+    vocab_rows: list[dict[str, Any]] = []
+    ngram_sets: dict[str, dict[str, np.ndarray]] = {f: {} for f in OVERLAP_FIELDS}
+    t_tok = t_ngram = 0.0
+    datasets = list(collection)
+    with make_progress(enabled=progress) as bar:
+        task = bar.add_task("statistics", total=len(datasets))
+        for d, splits in datasets:
+            samples = [x for xs in splits.values() for x in xs]
+            split_of = np.array([s for s, xs in splits.items() for _ in xs], dtype=object)
+            vocab_parts: list[np.ndarray] = []
+            for name in FIELDS:
+                t1 = time.perf_counter()
+                if name == "generated_cot":
+                    pairs = [(s, c.cot) for s, x in zip(split_of, samples, strict=True) for c in x.generated_cot if c.cot and c.cot.strip()]
+                    texts, text_splits = [p[1] for p in pairs], np.array([p[0] for p in pairs], dtype=object)
+                else:
+                    all_texts = _texts(samples, name)
+                    keep = [i for i, t in enumerate(all_texts) if t.strip()]
+                    texts, text_splits = [all_texts[i] for i in keep], split_of[keep] if keep else np.empty(0, dtype=object)
+                hashes, lens = tok.encode(texts)
+                t_tok += time.perf_counter() - t1
+                if texts:
+                    length_parts.append(pd.DataFrame({"dataset": d, "split": text_splits, "field": name, "length": lens}))
+                if name in VOCABULARY_FIELDS:
+                    vocab_parts.append(hashes)
+                if name in OVERLAP_FIELDS:
+                    t2 = time.perf_counter()
+                    ngram_sets[name][d] = ngram_hashes(hashes, lens, n)
+                    t_ngram += time.perf_counter() - t2
+            flat = np.concatenate(vocab_parts) if vocab_parts else np.empty(0, dtype=np.uint64)
+            vocab_rows.append({"dataset": d, "tokens": int(flat.size), "vocabulary": int(np.unique(flat).size)})
+            log.debug("%s: %d samples", d, len(samples))
+            bar.advance(task)
+    timings["tokenize"] = t_tok
+    timings["ngrams"] = t_ngram
+
+    t3 = time.perf_counter()
+    lengths = (
+        pd.concat(length_parts, ignore_index=True)
+        if length_parts
+        else pd.DataFrame({"dataset": [], "split": [], "field": [], "length": []})
+    )
+    lengths["length"] = lengths["length"].astype(np.int64)
+    summary = summarize_lengths(lengths)
+    timings["summaries"] = time.perf_counter() - t3
+    t4 = time.perf_counter()
+    overlap = {f: pairwise_overlap(sets) for f, sets in ngram_sets.items()}
+    timings["overlap"] = time.perf_counter() - t4 + t_ngram
+    report = StatsReport(
+        tokenizer=tok.name, n=n, counts=counts, lengths=lengths, length_summary=summary,
+        vocabulary=pd.DataFrame(vocab_rows, columns=["dataset", "tokens", "vocabulary"]), overlap=overlap, timings=timings,
+    )
+    log.info("statistics of %d dataset(s), %d samples: %.1f s", len(datasets), int(counts["samples"].sum()), time.perf_counter() - t0)
+    return report
+
+
+# --------------------------------------------------------------------------- markdown
+def markdown_table(df: pd.DataFrame, floatfmt: str = "{:.1f}", na: str = "") -> str:
+    """A GitHub markdown table; numbers right-aligned, ints with thousands separators."""
+
+    def cell(v: Any) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return na
+        if isinstance(v, (bool, np.bool_)):
+            return str(v)
+        if isinstance(v, (int, np.integer)):
+            return f"{int(v):,}"
+        if isinstance(v, (float, np.floating)):
+            return floatfmt.format(v)
+        return str(v).replace("|", "\\|")
+
+    cols = [str(c) for c in df.columns]
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---:" if num else "---" for num in numeric) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False, name=None)]
+    return "\n".join(lines)
+
+
+def paper_comparison(counts: pd.DataFrame) -> pd.DataFrame:
+    """Our totals per dataset next to the paper's Table 6 (blank where the paper has no such dataset)."""
+    ours = counts.groupby("dataset", sort=False)[["samples", "with_reference_cot", "with_generated_cot", "generated_cots"]].sum()
+    rows = []
+    for d, r in ours.iterrows():
+        paper = PAPER_TABLE6.get(str(d))
+        rows.append({
+            "dataset": d,
+            "samples": int(r["samples"]), "samples (paper)": paper[0] if paper else None,
+            "with ref. CoT": int(r["with_reference_cot"]), "with ref. CoT (paper)": paper[1] if paper else None,
+            "with gen. CoT": int(r["with_generated_cot"]), "with gen. CoT (paper)": paper[2] if paper else None,
+            "gen. CoTs": int(r["generated_cots"]), "gen. CoTs (paper)": paper[3] if paper else None,
+            "answer type (paper)": paper[4] if paper else None,
+        })
+    df = pd.DataFrame(rows)
+    for c in df.columns:
+        if c.endswith("(paper)") and c != "answer type (paper)":
+            df[c] = df[c].astype("Int64")
+    return df
+
+
+def render_markdown(
+    report: StatsReport, images: dict[str, str] | None = None, title: str = "Dataset statistics", command: str | None = None
+) -> str:
+    """The tables of ``report`` (and links to ``images``: name → relative path) as one markdown document."""
+    images = images or {}
+    out = [f"# {title}", ""]
+    if command:
+        out += [f"Generated by `{command}`.", ""]
+    out.append(
+        f"Tokenizer: `{report.tokenizer}`; n-gram size: {report.n}.  Lengths are in tokens, over the samples that "
+        "have the field (`n`); `choices` counts all choices of a sample together; generated CoTs count one text each."
+    )
+    out += ["", "## Samples per dataset and split", ""]
+    counts = report.counts
+    used_types = [t for t in ANSWER_TYPES if counts[t].sum() > 0]
+    out.append(markdown_table(counts[["dataset", "split", "samples", *used_types, "with_reference_cot", "with_generated_cot", "generated_cots"]]))
+    out += ["", "## Compared with the paper's Table 6", ""]
+    out.append(markdown_table(paper_comparison(counts)))
+    if "counts" in images:
+        out += ["", f"![samples per dataset]({images['counts']})"]
+    out += ["", "## Token lengths", ""]
+    if "lengths" in images:
+        out += [f"![token lengths]({images['lengths']})", ""]
+    s = report.length_summary
+    for name in FIELDS:
+        part = s[(s["field"] == name) & (s["split"] == "all")].drop(columns=["field", "split"])
+        if part.empty:
+            continue
+        out += [f"### {FIELD_LABELS[name]} (all splits)", "", markdown_table(part), ""]
+    out += ["### Per split", ""]
+    per_split = s[s["split"] != "all"].copy()
+    per_split["field"] = per_split["field"].map(FIELD_LABELS)
+    out += [markdown_table(per_split[["dataset", "split", "field", "n", "min", "median", "mean", "q95", "max"]]), ""]
+    out += ["## Vocabulary", "", "Distinct tokens over question, context, choices and reference CoT, all splits.", ""]
+    out += [markdown_table(report.vocabulary), ""]
+    out += [
+        f"## {report.n}-gram overlap between datasets", "",
+        "Overlap coefficient (Szymkiewicz–Simpson) = |A∩B| / min(|A|,|B|): the share of the smaller dataset's "
+        "n-grams found in the other (what the paper's Figure 2 shows). Jaccard = |A∩B| / |A∪B|. "
+        "Sets are the distinct n-grams of all splits of a dataset; values < 0.01 are left blank.", "",
+    ]
+    for key in ("overlap_coefficient", "jaccard"):
+        if key in images:
+            out += [f"![{key}]({images[key]})", ""]
+    for f, pairs in report.overlap.items():
+        for metric in ("overlap_coefficient", "jaccard"):
+            m = overlap_matrix(pairs, metric)
+            m = m.where(m >= 0.01)
+            label = "overlap coefficient" if metric == "overlap_coefficient" else "Jaccard"
+            out += [f"### {FIELD_LABELS[f]}: {label}", "", markdown_table(m.reset_index(names=""), floatfmt="{:.2f}"), ""]
+    if report.timings:
+        out += ["## Timings", "", ", ".join(f"{k} {v:.2f} s" for k, v in report.timings.items()), ""]
+    return "\n".join(out).rstrip() + "\n"
