@@ -59,6 +59,14 @@ def save_figure(fig: Figure, path: str | Path, formats: Sequence[str] = ("png",)
     return written
 
 
+def _horizontal() -> dict[str, Any]:
+    """Horizontal box/violin plots: ``orientation=`` since matplotlib 3.10, ``vert=False`` before."""
+    import matplotlib
+
+    major, minor = (int(x) for x in matplotlib.__version__.split(".")[:2])
+    return {"orientation": "horizontal"} if (major, minor) >= (3, 10) else {"vert": False}
+
+
 def _log_axis(ax: Any) -> None:
     """Log x axis labelled 1, 2, 5, 10, 20, 50, ... in plain numbers (no crowded minor labels)."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -67,6 +75,15 @@ def _log_axis(ax: Any) -> None:
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _log10_ticks(ax: Any, lo: float, hi: float) -> None:
+    """Ticks for data drawn as log10(value), labelled with the plain values 1, 2, 5, 10, ..."""
+    candidates = [m * 10**e for e in range(0, 7) for m in (1, 2, 5)]
+    ticks = [t for t in candidates if lo / 1.5 <= t <= hi * 1.5] or [lo, hi]
+    if len(ticks) > 7:
+        ticks = [t for t in ticks if str(int(t))[0] in "15"]
+    ax.set_xticks(np.log10(ticks), [f"{t:,.0f}" for t in ticks])
 
 
 def plot_lengths(report: StatsReport, fields: Sequence[str] | None = None, kind: str = "box", datasets: Sequence[str] | None = None) -> Figure:
@@ -97,16 +114,17 @@ def plot_lengths(report: StatsReport, fields: Sequence[str] | None = None, kind:
                     pos.append(p)
             colour = OKABE_ITO[j % len(OKABE_ITO)]
             if data and kind == "violin":
-                parts = ax.violinplot([np.log10(v) for v in data], positions=pos, vert=False, widths=0.8,
+                parts = ax.violinplot([np.log10(v) for v in data], positions=pos, **_horizontal(), widths=0.8,
                                       showmedians=True, showextrema=False)
                 for body in parts["bodies"]:
                     body.set_facecolor(colour)
                     body.set_edgecolor("black")
                     body.set_alpha(0.7)
                 parts["cmedians"].set_color("black")
-                ax.set_xlabel(f"tokens in {FIELD_LABELS[f]} (log10)")
+                _log10_ticks(ax, min(float(v.min()) for v in data), max(float(v.max()) for v in data))
+                ax.set_xlabel(f"tokens in {FIELD_LABELS[f]}")
             elif data:
-                ax.boxplot(data, positions=pos, vert=False, widths=0.6, whis=(5, 95), patch_artist=True,
+                ax.boxplot(data, positions=pos, **_horizontal(), widths=0.6, whis=(5, 95), patch_artist=True,
                            boxprops={"facecolor": colour, "alpha": 0.8}, medianprops={"color": "black"},
                            flierprops={"marker": ".", "markersize": 2, "markerfacecolor": "#555555",
                                        "markeredgecolor": "none", "alpha": 0.5})
@@ -132,8 +150,7 @@ def plot_overlap(report: StatsReport, metric: str = "overlap_coefficient", field
     side = max(3.5, cell * k + 1.8)
     with plt.rc_context(_RC):
         fig, axes = plt.subplots(1, len(fields), figsize=(side * len(fields) + 1.0, side), squeeze=False, layout="constrained")
-        cmap = plt.get_cmap("viridis").copy()
-        cmap.set_bad("white")
+        cmap = plt.get_cmap("viridis").with_extremes(bad="white")
         image = None
         for j, (ax, f) in enumerate(zip(axes[0], fields, strict=True)):
             m = overlap_matrix(report.overlap[f], metric, names).to_numpy(dtype=float)

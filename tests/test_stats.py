@@ -1,0 +1,256 @@
+"""Statistics: overlap measures by hand, hashed n-grams against plain Python sets, lengths on real data, plots, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from itertools import combinations, pairwise
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from thoughtsource import stats
+from thoughtsource.cli import app
+from thoughtsource.collection import Collection
+from thoughtsource.errors import ConfigError
+from thoughtsource.schema import Sample
+
+WORD = re.compile(r"\w+(?:['’]\w+)*")  # the documented word tokenizer, written out independently
+
+
+# --------------------------------------------------------------------------- overlap measures, by hand
+def test_overlap_coefficient_and_jaccard_by_hand():
+    a, b = {"w", "x", "y", "z"}, {"y", "z", "q"}
+    # |A∩B| = 2, min(|A|,|B|) = 3, |A∪B| = 5
+    assert stats.overlap_coefficient(a, b) == pytest.approx(2 / 3)
+    assert stats.jaccard(a, b) == pytest.approx(2 / 5)
+    # a subset: overlap coefficient 1, Jaccard |A|/|B|
+    assert stats.overlap_coefficient({1, 2}, {1, 2, 3, 4}) == 1.0
+    assert stats.jaccard({1, 2}, {1, 2, 3, 4}) == 0.5
+    # disjoint and identical
+    assert stats.overlap_coefficient({1}, {2}) == 0.0 and stats.jaccard({1}, {2}) == 0.0
+    assert stats.overlap_coefficient("abc", "cab") == 1.0 and stats.jaccard("abc", "cab") == 1.0
+    # empty: the overlap coefficient is undefined; Jaccard of two empty sets too
+    assert math.isnan(stats.overlap_coefficient(set(), {1}))
+    assert stats.jaccard(set(), {1}) == 0.0
+    assert math.isnan(stats.jaccard(set(), set()))
+
+
+def test_hashed_trigrams_match_hand_counted_sets():
+    tok = stats.WordTokenizer()
+    # "the cat sat on the mat" → the-cat-sat, cat-sat-on, sat-on-the, on-the-mat; "The cat sat." adds nothing new
+    h1, l1 = tok.encode(["the cat sat on the mat", "The cat sat."])
+    # "a cat sat on the mat today" → a-cat-sat, cat-sat-on, sat-on-the, on-the-mat, the-mat-today
+    h2, l2 = tok.encode(["a cat sat on the mat today"])
+    g1, g2 = stats.ngram_hashes(h1, l1, 3), stats.ngram_hashes(h2, l2, 3)
+    assert g1.size == 4 and g2.size == 5
+    inter = stats.intersection_size(g1, g2)
+    assert inter == 3  # cat-sat-on, sat-on-the, on-the-mat
+    pairs = stats.pairwise_overlap({"x": g1, "y": g2})
+    row = pairs[(pairs.dataset_a == "x") & (pairs.dataset_b == "y")].iloc[0]
+    assert row.intersection == 3
+    assert row.overlap_coefficient == pytest.approx(3 / 4)
+    assert row.jaccard == pytest.approx(3 / 6)
+    m = stats.overlap_matrix(pairs, "jaccard")
+    assert m.loc["y", "x"] == m.loc["x", "y"] == pytest.approx(0.5) and m.loc["x", "x"] == 1.0
+
+
+def test_ngrams_never_span_two_texts():
+    tok = stats.WordTokenizer()
+    h, lengths = tok.encode(["a b", "c d", "e f g"])
+    assert lengths.tolist() == [2, 2, 3]
+    assert stats.ngram_hashes(h, lengths, 3).size == 1  # only e-f-g
+    assert stats.ngram_hashes(h, lengths, 2).size == 4  # a-b, c-d, e-f, f-g
+    assert stats.ngram_hashes(h, lengths, 1).size == 7
+    with pytest.raises(ConfigError):
+        stats.ngram_hashes(h, lengths, 0)
+
+
+def test_hashed_overlap_equals_string_sets_on_real_files(examples_dir: Path):
+    c = Collection.load(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json")
+    for f in ("annotated/annotated_wt_davinci.json", "annotated/annotated_ob_davinci.json", "annotated/cs_davinci_annotated.json"):
+        c = c.merge(Collection.load(examples_dir / f))
+    report = stats.compute_stats(c, progress=False)
+
+    def string_ngrams(texts: list[str], n: int = 3) -> set[str]:
+        out = set()
+        for t in texts:
+            toks = WORD.findall(t.lower())
+            out.update(" ".join(toks[i : i + n]) for i in range(len(toks) - n + 1))
+        return out
+
+    for field, get in (("question", lambda x: x.question), ("cot", lambda x: " ".join(x.cot))):
+        sets = {d: string_ngrams([get(x) for xs in sp.values() for x in xs]) for d, sp in c}
+        pairs = report.overlap[field].set_index(["dataset_a", "dataset_b"])
+        for a, b in combinations(sets, 2):
+            key = (a, b) if (a, b) in pairs.index else (b, a)
+            row = pairs.loc[key]
+            assert row.intersection == len(sets[a] & sets[b])
+            assert row.overlap_coefficient == pytest.approx(stats.overlap_coefficient(sets[a], sets[b]), nan_ok=True)
+            assert row.jaccard == pytest.approx(stats.jaccard(sets[a], sets[b]), nan_ok=True)
+    # the worldtree test questions in annotated_wt_davinci are WorldTree questions: shared n-grams exist
+    wt = report.overlap["question"].set_index(["dataset_a", "dataset_b"]).loc[("worldtree", "worldtree")]
+    assert wt.overlap_coefficient == 1.0
+
+
+# --------------------------------------------------------------------------- lengths on a real dataset (GSM8K test)
+def _gsm8k_test(shared_data: Path) -> tuple[Collection, list[dict]]:
+    raw = [json.loads(line) for line in (shared_data / "gsm8k" / "test.jsonl").read_text().splitlines() if line.strip()]
+    samples = []
+    for i, r in enumerate(raw):
+        steps, _, answer = r["answer"].partition("####")
+        samples.append(Sample(id=f"gsm8k-{i}", question=r["question"], type="number",
+                              cot=[s for s in steps.strip().split("\n") if s.strip()], answer=[answer.strip()]))
+    half = len(samples) // 2
+    return Collection(data={"gsm8k": {"a": samples[:half], "b": samples[half:]}}), raw
+
+
+def test_length_statistics_on_gsm8k_match_an_independent_computation(shared_data: Path):
+    c, raw = _gsm8k_test(shared_data)
+    report = stats.compute_stats(c, progress=False)
+    assert report.counts.set_index("split").loc["a", "samples"] + report.counts.set_index("split").loc["b", "samples"] == 1319
+    assert report.counts["number"].sum() == 1319 and report.counts["with_reference_cot"].sum() == 1319
+    half = len(raw) // 2
+    for split, rows in (("a", raw[:half]), ("b", raw[half:]), ("all", raw)):
+        q = [len(WORD.findall(r["question"].lower())) for r in rows]
+        cot = [len(WORD.findall(" ".join(s for s in r["answer"].partition("####")[0].strip().split("\n") if s.strip()).lower()))
+               for r in rows]
+        for field, values in (("question", q), ("cot", cot)):
+            got = report.length_summary.set_index(["dataset", "split", "field"]).loc[("gsm8k", split, field)]
+            assert got["n"] == len(values)
+            assert got["min"] == min(values) and got["max"] == max(values)
+            assert got["mean"] == pytest.approx(statistics.fmean(values))
+            assert got["median"] == pytest.approx(statistics.median(values))
+            quartiles = statistics.quantiles(values, n=4, method="inclusive")
+            assert got["q25"] == pytest.approx(quartiles[0]) and got["q75"] == pytest.approx(quartiles[2])
+            assert got["q95"] == pytest.approx(statistics.quantiles(values, n=20, method="inclusive")[-1])
+    # per-text rows: one per question and per reference CoT; no context, choices or generated CoTs in GSM8K
+    assert set(report.lengths["field"]) == {"question", "cot"}
+    assert (report.lengths["field"] == "question").sum() == 1319
+    # the first GSM8K question, counted by hand: "Janet’s ducks lay 16 eggs per day. ..." has 52 word tokens
+    assert report.lengths.iloc[0]["length"] == len(WORD.findall(raw[0]["question"].lower())) == 52
+    vocab = set()
+    for r in raw:
+        vocab.update(WORD.findall(r["question"].lower()))
+        vocab.update(WORD.findall(" ".join(s for s in r["answer"].partition("####")[0].strip().split("\n") if s.strip()).lower()))
+    assert report.vocabulary.iloc[0]["vocabulary"] == len(vocab)
+
+
+def test_generated_cots_and_context_are_counted_per_text(examples_dir: Path):
+    c = Collection.load(examples_dir / "annotated" / "annotated_set.json")
+    report = stats.compute_stats(c, progress=False)
+    expected = sum(1 for _, _, x in c.samples() for g in x.generated_cot if g.cot and g.cot.strip())
+    assert (report.lengths["field"] == "generated_cot").sum() == expected > 0
+    counts = report.counts.set_index(["dataset", "split"])
+    for d, s, xs in ((d, s, xs) for d, sp in c for s, xs in sp.items()):
+        assert counts.loc[(d, s), "generated_cots"] == sum(len(x.generated_cot) for x in xs)
+        assert counts.loc[(d, s), "samples"] == len(xs)
+
+
+@pytest.mark.slow
+def test_embedded_tokenizer_counts_model_tokens(examples_dir: Path):
+    from transformers import AutoTokenizer
+
+    from thoughtsource.embedded import embedded_model_dir
+
+    c = Collection.load(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json").select(split="train", number_samples=20)
+    report = stats.compute_stats(c, tokenizer="embedded", progress=False)
+    assert report.tokenizer == "embedded"
+    hf = AutoTokenizer.from_pretrained(embedded_model_dir())
+    questions = [x.question for x in c["worldtree"]["train"]]
+    expected = [len(hf(q, add_special_tokens=False)["input_ids"]) for q in questions]
+    got = report.lengths[report.lengths["field"] == "question"]["length"].tolist()
+    assert got == expected
+    # subword tokens outnumber words
+    words = stats.compute_stats(c, progress=False).lengths
+    assert sum(got) > words[words["field"] == "question"]["length"].sum()
+
+
+def test_unknown_tokenizer_is_a_config_error():
+    with pytest.raises(ConfigError, match="unknown tokenizer 'spacy'"):
+        stats.get_tokenizer("spacy")
+
+
+# --------------------------------------------------------------------------- markdown, plots, CLI
+def test_markdown_table_and_paper_comparison(examples_dir: Path):
+    c = Collection.load(examples_dir / "annotated" / "annotated_set.json")
+    report = stats.compute_stats(c, progress=False)
+    text = stats.render_markdown(report, {"lengths": "img/stats_lengths.png"})
+    assert "| commonsense_qa | validation | 11 |" in text
+    assert "12,102" in text  # the paper's CommonsenseQA count, next to ours
+    assert "![token lengths](img/stats_lengths.png)" in text
+    assert "### question: overlap coefficient" in text and "### question: Jaccard" in text
+    assert "jaccard" not in stats.overlap_coefficient.__doc__.lower()
+
+
+def _labels_collide(fig, axis) -> bool:
+    """Tick labels overlap: bounding boxes for horizontal text; for rotated text, the gap between neighbours
+    measured perpendicular to the text must exceed the text height."""
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+    rotated = [t for t in labels if t.get_rotation() % 180]
+    if not rotated:
+        return any(a.overlaps(b) for a, b in combinations([t.get_window_extent(renderer) for t in labels], 2))
+    angle = math.radians(rotated[0].get_rotation())
+    height = rotated[0].get_fontsize() * fig.dpi / 72
+    xs = sorted(axis.axes.transData.transform((tick, 0))[0] for tick in axis.get_ticklocs())
+    return min(b - a for a, b in pairwise(xs)) * math.sin(angle) < height
+
+
+def test_plots_have_legible_non_overlapping_labels(examples_dir: Path, tmp_path: Path):
+    from thoughtsource import stats_plots
+
+    c = Collection.load(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json")
+    for f in ("annotated/annotated_set.json", "annotated/medical_incorrect_1.json", "annotated/annotated_ob_davinci.json"):
+        c = c.merge(Collection.load(examples_dir / f))
+    # more datasets than the palette has colours, with long names, to stress the layout
+    data = dict(c.data)
+    for i in range(10):
+        data[f"copy_{i}_of_worldtree_long_name"] = c.data["worldtree"]
+    report = stats.compute_stats(Collection(data=data), progress=False)
+    for make in (lambda: stats_plots.plot_lengths(report), lambda: stats_plots.plot_overlap(report),
+                 lambda: stats_plots.plot_counts(report), lambda: stats_plots.plot_lengths(report, kind="violin")):
+        fig = make()
+        fig.canvas.draw()
+        for ax in fig.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                assert not _labels_collide(fig, axis), f"overlapping tick labels in {ax.get_title()!r}"
+            assert all(t.get_fontsize() >= 7 for t in ax.texts)
+        paths = stats_plots.save_figure(fig, tmp_path / "fig", formats=("png",))
+        assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert paths[0].stat().st_size < 300_000
+
+
+def test_cli_writes_tables_and_figures(examples_dir: Path, tmp_path: Path):
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, [
+        "stats", "--file", str(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json"),
+        "--file", str(examples_dir / "annotated" / "annotated_set.json"), "--out", str(out), "--img-dir", "img", "--svg", "--n", "2",
+    ])
+    assert r.exit_code == 0, r.output
+    text = (out / "stats.md").read_text()
+    assert "2-gram overlap between datasets" in text and "| worldtree | train | 100 |" in text
+    for name in ("counts", "lengths", "overlap_coefficient", "jaccard"):
+        assert (out / "img" / f"stats_{name}.png").stat().st_size > 5_000
+        assert (out / "img" / f"stats_{name}.svg").exists()
+        assert f"(img/stats_{name}.png)" in text
+    data = json.loads((out / "stats.json").read_text())
+    assert data["n"] == 2 and data["tokenizer"] == "word"
+    assert {r["dataset"] for r in data["counts"]} == {"worldtree", "commonsense_qa", "strategy_qa", "open_book_qa"}
+    assert any(r["field"] == "generated_cot" for r in data["length_summary"])
+    r = CliRunner().invoke(app, ["stats", "--file", str(examples_dir / "annotated" / "annotated_set.json"), "--out", str(out), "--tokenizer", "spacy"])
+    assert r.exit_code != 0
+
+
+def test_cli_split_filter_and_no_plots(examples_dir: Path, tmp_path: Path):
+    r = CliRunner().invoke(app, ["stats", "--file", str(examples_dir / "annotated" / "annotated_set.json"), "--out", str(tmp_path),
+                                 "--split", "train", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    data = json.loads((tmp_path / "stats.json").read_text())
+    assert {r["split"] for r in data["counts"]} == {"train"}
+    assert not list(tmp_path.glob("*.png"))
+    assert np.isfinite([r["mean"] for r in data["length_summary"]]).all()
