@@ -46,7 +46,7 @@ def stats(
     from ..stats import compute_stats, render_markdown
 
     t0 = time.perf_counter()
-    collection = _load(datasets or [], file or [], data_dir, explicit=bool(datasets) or bool(file))
+    collection = _load(datasets or [], file or [], data_dir, explicit=bool(datasets) or bool(file), split=split)
     if split:
         collection = Collection(data={d: {s: xs for s, xs in sp.items() if s == split} for d, sp in collection.data.items()})
         collection = Collection(data={d: sp for d, sp in collection.data.items() if sp})
@@ -80,32 +80,41 @@ def stats(
                   + f" in {time.perf_counter() - t0:.1f} s", highlight=False)
 
 
-def _load(names: list[str], files: list[Path], data_dir: Path | None, explicit: bool):
-    """Named datasets and files merged into one collection; without any, every dataset that loads."""
+def _load(names: list[str], files: list[Path], data_dir: Path | None, explicit: bool, split: str | None = None):
+    """Named datasets and files merged into one collection.
+
+    Without names or files: every registered dataset, with the splits whose raw files are present
+    locally (nothing is downloaded).
+    """
     from .. import datasets as registry
     from ..collection import Collection
     from ..console import progress
-    from ..errors import DataError
 
     collection = Collection()
     for f in files:
         collection = collection.merge(Collection.load(f))
     todo = names if explicit else registry.names()
-    if not todo:
-        return collection
+    data = dict(collection.data)
     with progress() as bar:
         task = bar.add_task("load datasets", total=len(todo))
         for name in todo:
-            try:
-                loaded = Collection.from_datasets([name], data_dir=data_dir)
-            except DataError as e:
-                if explicit:
-                    raise
-                log.warning("skipping %s: %s", name, e)
+            if explicit:
+                splits = [split] if split else None
+                loaded = registry.load(name, splits=splits, data_dir=data_dir)
             else:
-                collection = collection.merge(loaded) if name in collection else Collection(data={**collection.data, **loaded.data})
+                available = registry.available_splits(name, data_dir)
+                splits = [s for s in available if split is None or s == split]
+                if not splits:
+                    log.info("skipping %s: no raw files present%s", name, f" for split {split!r}" if split else "")
+                    bar.advance(task)
+                    continue
+                loaded = registry.load(name, splits=splits, data_dir=data_dir, download=False)
+            if name in data:  # also given as a file: a split from the file replaces the loaded one
+                data[name] = {**loaded, **data[name]}
+            else:
+                data[name] = loaded
             bar.advance(task)
-    return collection
+    return Collection(data=data)
 
 
 def register(app: typer.Typer) -> None:
