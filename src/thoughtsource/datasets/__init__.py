@@ -25,7 +25,9 @@ from ._base import DatasetSpec, SourceFile
 log = logging.getLogger(__name__)
 
 DATASETS: dict[str, str] = {
+    "asdiv": "thoughtsource.datasets.asdiv",
     "gsm8k": "thoughtsource.datasets.gsm8k",
+    "svamp": "thoughtsource.datasets.svamp",
 }
 
 

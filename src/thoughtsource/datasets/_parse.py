@@ -8,7 +8,8 @@
 * equations → chain-of-thought sentences built from the record's *own* numbers
   (:func:`parse_infix`, :func:`parse_prefix`, :func:`equation_cot`);
 * GSM8K calculator annotations ``<<48/2=24>>``: :func:`strip_calculator`;
-* :func:`split_lines` and :func:`split_sentences` for reference CoTs.
+* :func:`split_lines` for line-wise reference CoTs and :func:`join_body_question` for math word problems.
+  (Sentence splitting and detokenization of prose are text clean-up: see ``_text.py``.)
 
 A dataset module uses these instead of writing its own regexes.
 """
@@ -318,29 +319,34 @@ def split_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-_ABBREVIATIONS = {"e.g", "i.e", "etc", "vs", "dr", "mr", "mrs", "ms", "prof", "fig", "no", "approx", "st", "jr", "sr", "inc",
-                  "ltd", "co", "al", "mt", "cf", "resp", "viz", "ca"}
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+def join_body_question(body: str, question: str) -> str:
+    """Body + question of a math word problem as one text.
+
+    A body without final punctuation continues into the question ("If there is a discount of 25 dollars on
+    each pack" + "How much ...?" → "... on each pack, how much ...?"), as the published loaders did; only
+    a leading question word is lower-cased, never a name.
+    """
+    body, question = " ".join(body.split()), " ".join(question.split())
+    if not body:
+        return question
+    if body[-1] in ".!?:;":
+        return f"{body} {question}"
+    first = question.split(" ", 1)[0]
+    if first in _QUESTION_WORDS:  # never lower-case a name ("Dan", "Rachel")
+        question = question[0].lower() + question[1:]
+    return f"{body} {question}" if body[-1] == "," else f"{body}, {question}"
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split prose into sentences at ``. ! ?`` followed by a capital or digit; keeps decimals ("2.5"),
-    abbreviations ("e.g.", "Dr.") and single initials ("J. Smith") together."""
-    text = " ".join(text.split())
-    if not text:
-        return []
-    out: list[str] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        candidate = text[start:m.start()].rstrip()
-        last_word = candidate.rsplit(" ", 1)[-1].rstrip(".!?\"')]").lower()
-        if candidate.endswith(".") and (last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha())):
-            continue
-        piece = text[start:m.end()].strip()
-        if piece:
-            out.append(piece)
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        out.append(tail)
-    return out
+def agrees(value: Fraction | float, gold: str | float) -> bool:
+    """Whether a computed value equals a gold number up to the gold's own precision ("3.333" for 10/3)."""
+    text = gold if isinstance(gold, str) else format_number(gold)
+    decimals = len(text.split(".", 1)[1]) if "." in text else 0
+    gold_value = parse_number(text)
+    if gold_value is None:
+        return False
+    return abs(float(value) - gold_value) <= max(0.5 * 10 ** -decimals, 1e-9 * abs(gold_value)) if decimals else \
+        abs(float(value) - gold_value) <= 1e-9 * max(1.0, abs(gold_value))
+
+
+_QUESTION_WORDS = {"How", "What", "Which", "Who", "Whom", "Whose", "When", "Where", "Why", "If", "Find", "Then", "So", "Now",
+                   "Is", "Are", "Do", "Does", "Can", "In", "After", "At", "For"}
