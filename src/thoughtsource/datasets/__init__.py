@@ -25,7 +25,11 @@ from ._base import DatasetSpec, SourceFile
 log = logging.getLogger(__name__)
 
 DATASETS: dict[str, str] = {
+    "aqua": "thoughtsource.datasets.aqua",
+    "asdiv": "thoughtsource.datasets.asdiv",
     "gsm8k": "thoughtsource.datasets.gsm8k",
+    "mawps": "thoughtsource.datasets.mawps",
+    "svamp": "thoughtsource.datasets.svamp",
 }
 
 

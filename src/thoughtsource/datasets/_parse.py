@@ -1,93 +1,28 @@
 """Parsing helpers shared by every dataset module.
 
-* reading raw records with errors that name the file, line and record: :func:`iter_jsonl`,
-  :func:`iter_csv`, :func:`require`;
 * multiple-choice options ("A) 12", "(B) 7", "Answer Choices: (A) 1 (B) 2"): :func:`parse_choices`,
   :func:`split_inline_choices`, :func:`choice_index`;
 * numbers: :func:`format_number` ("18" not "18.0"), :func:`clean_number`, :func:`leading_number`;
 * equations → chain-of-thought sentences built from the record's *own* numbers
   (:func:`parse_infix`, :func:`parse_prefix`, :func:`equation_cot`);
 * GSM8K calculator annotations ``<<48/2=24>>``: :func:`strip_calculator`;
-* :func:`split_lines` and :func:`split_sentences` for reference CoTs.
+* :func:`split_lines` for line-wise reference CoTs and :func:`join_body_question` for math word problems.
+  (Sentence splitting and detokenization of prose are text clean-up: see ``_text.py``.)
 
-A dataset module uses these instead of writing its own regexes.
+A dataset module uses these instead of writing its own regexes.  Reading raw records with errors that
+name file, line and record is in ``_records.py``; prose clean-up (detokenization, sentences) in ``_text.py``.
 """
 
 from __future__ import annotations
 
 import ast
-import csv
-import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
-from typing import Any
 
-from ..errors import DataError
 from ..schema import parse_number
-
-# --------------------------------------------------------------------------- raw records
-
-
-def _exists(path: Path, dataset: str | None, split: str | None) -> None:
-    if not Path(path).is_file():
-        raise DataError("file not found", path=str(path), dataset=dataset, split=split)
-
-
-def iter_jsonl(path: Path, *, dataset: str | None = None, split: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` per non-empty line; a broken or truncated line raises DataError with file:line."""
-    _exists(path, dataset, split)
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"invalid JSON (truncated or corrupt line): {e.msg}", path=str(path), line=lineno,
-                                column=e.colno, dataset=dataset, split=split) from None
-            if not isinstance(obj, dict):
-                raise DataError(f"expected a JSON object per line, got {type(obj).__name__}", path=str(path), line=lineno,
-                                dataset=dataset, split=split)
-            yield lineno, obj
-
-
-def iter_csv(path: Path, *, dataset: str | None = None, split: str | None = None,
-             required: Sequence[str] = ()) -> Iterator[tuple[int, dict[str, str]]]:
-    """``(line number, row)`` of a CSV file with a header; rows missing a required column raise DataError."""
-    _exists(path, dataset, split)
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise DataError(f"CSV header lacks column(s) {missing}; header is {reader.fieldnames}", path=str(path), line=1,
-                            dataset=dataset, split=split)
-        for row in reader:
-            lineno = reader.line_num
-            for c in required:
-                if row.get(c) is None:
-                    raise DataError(f"row has too few columns (truncated file?): column {c!r} is missing", path=str(path),
-                                    line=lineno, dataset=dataset, split=split, field=c)
-            yield lineno, row
-
-
-def require(record: Mapping[str, Any], key: str, *, path: Path | str, record_id: str | None = None,
-            line: int | None = None, dataset: str | None = None, split: str | None = None,
-            types: type | tuple[type, ...] | None = None) -> Any:
-    """``record[key]``; a missing key (or a value of the wrong type) raises DataError naming file, record and field."""
-    if key not in record or record[key] is None:
-        raise DataError("required field is missing", path=str(path), line=line, dataset=dataset, split=split,
-                        record=record_id, field=key)
-    value = record[key]
-    if types is not None and not isinstance(value, types):
-        names = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
-        raise DataError(f"expected {names}, got {type(value).__name__} {value!r}"[:200], path=str(path), line=line,
-                        dataset=dataset, split=split, record=record_id, field=key)
-    return value
-
 
 # --------------------------------------------------------------------------- choices
 
@@ -150,6 +85,31 @@ def format_number(value: float | int | Fraction | str, max_decimals: int = 6) ->
         return str(int(rounded))
     text = f"{rounded:.{max_decimals}f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def exact_number(text: str, max_denominator: int = 1000) -> Fraction:
+    """The exact value of a number as written in a raw file, recovering simple fractions that were stored as
+    floats: "0.16666666666666666" → 1/6, "7.666666666666667" → 23/3; "0.3333" and "2.5" stay as written."""
+    value = _fraction(text)
+    decimals = text.split(".", 1)[1] if "." in text else ""
+    if len(decimals.rstrip("0")) > 6:
+        simple = value.limit_denominator(max_denominator)
+        if abs(simple - value) < Fraction(1, 10**9):
+            return simple
+    return value
+
+
+def readable_number(value: Fraction) -> str:
+    """A number as a person writes it: terminating decimals as decimals ("2.5", "18"), other values with a
+    small denominator as a fraction ("23/3"), anything else rounded (see :func:`format_number`)."""
+    d = value.denominator
+    while d % 2 == 0:
+        d //= 2
+    while d % 5 == 0:
+        d //= 5
+    if d == 1 or value.denominator > 1000:
+        return format_number(value)
+    return f"{value.numerator}/{value.denominator}"
 
 
 def clean_number(text: str) -> str:
@@ -234,10 +194,10 @@ def parse_prefix(equation: str, numbers: Mapping[str, str] | Sequence[str] = ())
             right = walk()
             return Op(tok, left, right)
         if tok in values:
-            return _fraction(str(values[tok]))
+            return exact_number(str(values[tok]))
         if tok.startswith("number"):
             raise ValueError(f"equation {equation!r} uses {tok} but the record has only {len(values)} number(s)")
-        return _fraction(tok)
+        return exact_number(tok)
 
     tree = walk()
     if pos != len(tokens):
@@ -272,13 +232,15 @@ def _step_sentence(op: str, a: str, b: str, result: str) -> str:
     return f"{verb} {args} and get {result}"
 
 
-def equation_cot(expr: Expr, *, remainder: bool = False) -> list[str]:
+def equation_cot(expr: Expr, *, remainder: bool = False, show: Callable[[Fraction], str] | None = None) -> list[str]:
     """One sentence per operation, innermost first, using the numbers of this very equation.
 
     ``"( 76.0 - 25.0 )"`` → ``["We subtract 25 from 76 and get 51."]``; with several steps the sentences
     start "First we" / "Then we".  ``remainder=True`` states the last division as quotient and remainder
-    (ASDiv's ``"200/28=7 r4"``).  A bare number gives no sentence.
+    (ASDiv's ``"200/28=7 r4"``).  ``show`` formats each number (default :func:`format_number`; MAWPS uses
+    :func:`readable_number` so that 23/3 is not shown as 7.666667).  A bare number gives no sentence.
     """
+    fmt = show or format_number
     steps: list[tuple[str, str, str, str]] = []
 
     def walk(node: Expr, last: bool) -> Fraction:
@@ -289,10 +251,10 @@ def equation_cot(expr: Expr, *, remainder: bool = False) -> list[str]:
         value = evaluate(Op(node.op, a, b))
         if last and remainder and node.op == "/":
             q, r = divmod(a, b)
-            result = f"{format_number(q)} remainder {format_number(r)}"
+            result = f"{fmt(Fraction(q))} remainder {fmt(Fraction(r))}"
         else:
-            result = format_number(value)
-        steps.append((node.op, format_number(a), format_number(b), result))
+            result = fmt(value)
+        steps.append((node.op, fmt(a), fmt(b), result))
         return value
 
     walk(expr, True)
@@ -318,29 +280,34 @@ def split_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-_ABBREVIATIONS = {"e.g", "i.e", "etc", "vs", "dr", "mr", "mrs", "ms", "prof", "fig", "no", "approx", "st", "jr", "sr", "inc",
-                  "ltd", "co", "al", "mt", "cf", "resp", "viz", "ca"}
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+def join_body_question(body: str, question: str) -> str:
+    """Body + question of a math word problem as one text.
+
+    A body without final punctuation continues into the question ("If there is a discount of 25 dollars on
+    each pack" + "How much ...?" → "... on each pack, how much ...?"), as the published loaders did; only
+    a leading question word is lower-cased, never a name.
+    """
+    body, question = " ".join(body.split()), " ".join(question.split())
+    if not body:
+        return question
+    if body[-1] in ".!?:;":
+        return f"{body} {question}"
+    first = question.split(" ", 1)[0]
+    if first in _QUESTION_WORDS:  # never lower-case a name ("Dan", "Rachel")
+        question = question[0].lower() + question[1:]
+    return f"{body} {question}" if body[-1] == "," else f"{body}, {question}"
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split prose into sentences at ``. ! ?`` followed by a capital or digit; keeps decimals ("2.5"),
-    abbreviations ("e.g.", "Dr.") and single initials ("J. Smith") together."""
-    text = " ".join(text.split())
-    if not text:
-        return []
-    out: list[str] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        candidate = text[start:m.start()].rstrip()
-        last_word = candidate.rsplit(" ", 1)[-1].rstrip(".!?\"')]").lower()
-        if candidate.endswith(".") and (last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha())):
-            continue
-        piece = text[start:m.end()].strip()
-        if piece:
-            out.append(piece)
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        out.append(tail)
-    return out
+def agrees(value: Fraction | float, gold: str | float) -> bool:
+    """Whether a computed value equals a gold number up to the gold's own precision ("3.333" for 10/3)."""
+    text = gold if isinstance(gold, str) else format_number(gold)
+    decimals = len(text.split(".", 1)[1]) if "." in text else 0
+    gold_value = parse_number(text)
+    if gold_value is None:
+        return False
+    return abs(float(value) - gold_value) <= max(0.5 * 10 ** -decimals, 1e-9 * abs(gold_value)) if decimals else \
+        abs(float(value) - gold_value) <= 1e-9 * max(1.0, abs(gold_value))
+
+
+_QUESTION_WORDS = {"How", "What", "Which", "Who", "Whom", "Whose", "When", "Where", "Why", "If", "Find", "Then", "So", "Now",
+                   "Is", "Are", "Do", "Does", "Can", "In", "After", "At", "For"}
