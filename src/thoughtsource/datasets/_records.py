@@ -11,7 +11,7 @@ import csv
 import io
 import json
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,20 +56,25 @@ def require(record: Mapping[str, Any], key: str, where: Where, types: type | tup
 def iter_jsonl(path: Path, dataset: str, split: str) -> Iterator[tuple[Where, dict[str, Any]]]:
     """(where, record) for each non-empty line of a JSON-lines file."""
     with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = Where(dataset, split, str(path), lineno)
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    f"invalid JSON ({exc.msg}); the file may be truncated or corrupt",
-                    path=str(path), line=lineno, column=exc.colno, dataset=dataset, split=split,
-                ) from None
-            if not isinstance(record, dict):
-                raise where.error(f"expected a JSON object per line, got {type(record).__name__}")
-            yield where, record
+        yield from iter_jsonl_lines(fh, str(path), dataset, split)
+
+
+def iter_jsonl_lines(lines: Iterable[str], path: str, dataset: str, split: str) -> Iterator[tuple[Where, dict[str, Any]]]:
+    """(where, record) for each non-empty line of JSON-lines text (e.g. an archive member); ``path`` names it in errors."""
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = Where(dataset, split, path, lineno)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"invalid JSON ({exc.msg}); the file may be truncated or corrupt",
+                path=path, line=lineno, column=exc.colno, dataset=dataset, split=split,
+            ) from None
+        if not isinstance(record, dict):
+            raise where.error(f"expected a JSON object per line, got {type(record).__name__}")
+        yield where, record
 
 
 def load_json(path: Path, dataset: str, split: str) -> Any:
