@@ -68,11 +68,17 @@ def _horizontal() -> dict[str, Any]:
 
 
 def _log_axis(ax: Any) -> None:
-    """Log x axis labelled 1, 2, 5, 10, 20, 50, ... in plain numbers (no crowded minor labels)."""
+    """Log x axis labelled in plain numbers (1, 2, 5, 10, ...; fewer steps when it spans many decades).
+
+    Call after the data is drawn: the tick steps depend on the axis limits.
+    """
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax.set_xscale("log")
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
+    lo, hi = ax.get_xlim()
+    decades = math.log10(max(hi, 1e-9) / max(lo, 1e-9))
+    subs = (1.0, 2.0, 5.0) if decades <= 2.3 else (1.0, 3.0) if decades <= 3.6 else (1.0,)
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
 
@@ -191,21 +197,26 @@ def plot_counts(report: StatsReport) -> Figure:
         fig, ax = plt.subplots(figsize=(8.5, height), layout="constrained")
         y = np.arange(len(names))[::-1]
         bar_h = 0.26
-        for i, (col, label) in enumerate(series):
+        colours = {col: OKABE_ITO[i] for i, (col, _) in enumerate(series)}
+        drawn = [(col, label) for col, label in series if totals[col].sum() > 0]  # an empty series gets no legend entry
+        for i, (col, label) in enumerate(drawn):
             vals = totals[col].to_numpy()
-            ys = y + (1 - i) * bar_h
-            ax.barh(ys, np.where(vals > 0, vals, np.nan), height=bar_h, color=OKABE_ITO[i], label=label)
+            ys = y + ((len(drawn) - 1) / 2 - i) * bar_h
+            ax.barh(ys, np.where(vals > 0, vals, np.nan), height=bar_h, color=colours[col], label=label)
             if col == "samples":
                 for yy, v in zip(ys, vals, strict=True):
                     ax.text(v * 1.08, yy, f"{int(v):,}", va="center", fontsize=8)
-        _log_axis(ax)
         ax.set_yticks(y, names)
         ax.set_xlabel("samples (log scale)")
-        ax.set_xlim(0.8, max(10.0, float(totals.to_numpy().max())) * 4)
+        values = totals.to_numpy()
+        positive = values[values > 0]
+        lo = 10 ** math.floor(math.log10(positive.min())) * 0.8 if positive.size else 0.8
+        ax.set_xlim(lo, max(10.0, float(values.max())) * 4)
+        _log_axis(ax)
         ax.grid(axis="x", color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)
-        ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
-        ax.set_title("Samples per dataset (all splits)", loc="left")
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=len(drawn), fontsize=8, frameon=False)
+        fig.suptitle("Samples per dataset (all splits)", x=0.01, ha="left", fontsize=11)
     return fig
 
 
