@@ -27,9 +27,18 @@ log = logging.getLogger(__name__)
 DATASETS: dict[str, str] = {
     "aqua": "thoughtsource.datasets.aqua",
     "asdiv": "thoughtsource.datasets.asdiv",
+    "commonsense_qa": "thoughtsource.datasets.commonsense_qa",
+    "entailment_bank": "thoughtsource.datasets.entailment_bank",
     "gsm8k": "thoughtsource.datasets.gsm8k",
     "mawps": "thoughtsource.datasets.mawps",
+    "med_qa": "thoughtsource.datasets.med_qa",
+    "medmc_qa": "thoughtsource.datasets.medmc_qa",
+    "open_book_qa": "thoughtsource.datasets.open_book_qa",
+    "pubmed_qa": "thoughtsource.datasets.pubmed_qa",
+    "qed": "thoughtsource.datasets.qed",
+    "strategy_qa": "thoughtsource.datasets.strategy_qa",
     "svamp": "thoughtsource.datasets.svamp",
+    "worldtree": "thoughtsource.datasets.worldtree",
 }
 
 
@@ -94,12 +103,17 @@ def load(
     *,
     download: bool = True,
     use_cache: bool = True,
+    published_cots: bool = True,
 ) -> dict[str, list[Sample]]:
     """``{split: [Sample, ...]}`` of a registered dataset (all splits when ``splits`` is None).
 
     Raw files come from ``data_dir`` / ``$THOUGHTSOURCE_DATA`` / the user cache (downloaded when missing
-    and ``download``); converted splits are cached as Parquet unless ``use_cache`` is False.
+    and ``download``); converted splits are cached as Parquet unless ``use_cache`` is False.  With
+    ``published_cots`` the published model-generated CoTs whose logs are present locally are attached as
+    ``generated_cot`` entries (see :mod:`.published_cots`).
     """
+    from . import published_cots as _published
+
     module = get(name)
     ds: DatasetSpec = module.SPEC
     wanted = check_splits(ds, splits)
@@ -108,13 +122,22 @@ def load(
     for split in wanted:
         used = [s.name for s in ds.sources_for(split) if s.name in files]
         split_files = {n: files[n][0] for n in used}
-        path = _cache.cache_path(ds, split, {n: files[n][1] for n in used})
+        logs: dict[str, tuple[Path, str]] = {}
+        if published_cots:
+            for src in _published.sources(name, split):
+                found = _resolve.locate(src, data_dir)
+                if found is not None:
+                    logs[src.name] = (found, _resolve.verify(found, src))
+        hashes = {n: files[n][1] for n in used} | {f"published:{n}": h for n, (_, h) in logs.items()}
+        path = _cache.cache_path(ds, split, hashes)
         cached = _cache.read(path, name, split) if use_cache else None
         if cached is not None:
             log.debug("%s/%s: %d samples from cache %s", name, split, len(cached), path)
             out[split] = cached
             continue
         samples = convert_split(ds, module, split_files, split)
+        if logs:
+            _published.attach_published_cots(name, split, samples, {n: p for n, (p, _) in logs.items()})
         log.info("%s/%s: converted %d samples", name, split, len(samples))
         if use_cache:
             _cache.write(path, samples, name, split)

@@ -61,6 +61,7 @@ SPEC = DatasetSpec(
                    ("train", "validation"), optional=True),
     ),
     converter_version=1,
+    counts={"train": 9741, "validation": 1221, "test": 1140},
     paper_counts={"train": 9741, "validation": 1221, "test": 1140},
 )
 

@@ -54,6 +54,7 @@ SPEC = DatasetSpec(
                    "1d984d5f7694f9b77f3087d9b5eb48d32e592c9e7b17826ad2ab664f68e8e82f", 300692, "jsonl", ("test",)),
     ),
     converter_version=1,
+    counts={"train": 1313, "validation": 187, "test": 340},
     paper_counts={"train": 1313, "validation": 187, "test": 340},
 )
 

@@ -40,6 +40,7 @@ SPEC = DatasetSpec(
                    "2e51d17d47099a72c4eea6b6a3307de71360333e0c99beb1d53d7a42834cacc4", 2075680, "jsonl", ("test",)),
     ),
     converter_version=1,
+    counts={"test": 1273},
     paper_counts={"total": 12723, "test": 1273},
 )
 

@@ -44,6 +44,7 @@ SPEC = DatasetSpec(
                    "939fe566f09017d13b1ca64d2ddfee0bc2374b366048152997669cccedc44d51", 11414, "json"),
     ),
     converter_version=1,
+    counts={"train": 500, "test": 500},
     paper_counts={"total": 1000},
 )
 

@@ -42,6 +42,7 @@ SPEC = DatasetSpec(
                    2244232, "jsonl", ("validation",)),
     ),
     converter_version=1,
+    counts={"validation": 1021},
     paper_counts={"total": 6175},
 )
 

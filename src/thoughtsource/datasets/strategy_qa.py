@@ -40,6 +40,7 @@ SPEC = DatasetSpec(
                    "0d94842ffb022db8fd5ecd2168b785d5cf67f6faf64f665476bad544a3eb9dde", 424195, "json"),
     ),
     converter_version=1,
+    counts={"train": 2290},
     paper_counts={"total": 2780},
 )
 

@@ -51,6 +51,7 @@ SPEC = DatasetSpec(
                    "7155d51679cb7e01ffecc1f92b10ad188638a5d4d75414e7c7e907fd01cad851", 774636, "tsv", ("test",)),
     ),
     converter_version=1,
+    counts={"train": 2207, "validation": 496, "test": 1664},
     paper_counts={"train": 2207, "validation": 496, "test": 1664},
 )
 
