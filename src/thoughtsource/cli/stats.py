@@ -28,7 +28,8 @@ class PlotKind(str, Enum):
 
 def stats(
     datasets: list[str] = typer.Argument(None, help="Registered dataset names; none and no --file: every dataset whose raw files are present."),
-    file: list[Path] = typer.Option(None, "--file", "-f", help="ThoughtSource JSON/JSONL/Parquet file(s) instead of (or besides) datasets."),
+    file: list[Path] = typer.Option(None, "--file", "-f", help="ThoughtSource JSON/JSONL/Parquet file(s); samples of a dataset also named are merged in by id."),
+    all_available: bool = typer.Option(False, "--all", help="Every registered dataset whose raw files are present, besides --file."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for stats.md, stats.json and the figures."),
     tokenizer: TokenizerName = typer.Option(TokenizerName.word, "--tokenizer", help="word: fast, no model; embedded: the embedded SmolLM2 tokenizer."),
     n: int = typer.Option(3, "--n", min=1, help="n-gram size for the overlap between datasets."),
@@ -46,7 +47,7 @@ def stats(
     from ..stats import compute_stats, render_markdown
 
     t0 = time.perf_counter()
-    collection = _load(datasets or [], file or [], data_dir, explicit=bool(datasets) or bool(file), split=split)
+    collection = _load(datasets or [], file or [], data_dir, explicit=not all_available and (bool(datasets) or bool(file)), split=split)
     if split:
         collection = Collection(data={d: {s: xs for s, xs in sp.items() if s == split} for d, sp in collection.data.items()})
         collection = Collection(data={d: sp for d, sp in collection.data.items() if sp})
@@ -109,12 +110,13 @@ def _load(names: list[str], files: list[Path], data_dir: Path | None, explicit: 
                     bar.advance(task)
                     continue
                 loaded = registry.load(name, splits=splits, data_dir=data_dir, download=False)
-            if name in data:  # also given as a file: a split from the file replaces the loaded one
-                data[name] = {**loaded, **data[name]}
+            if name in data:  # also given as a file: samples merged by id, so the file's generated CoTs are attached
+                merged = Collection(data={name: loaded}).merge(Collection(data={name: data[name]}))
+                data[name] = merged.data[name]
             else:
                 data[name] = loaded
             bar.advance(task)
-    return Collection(data=data)
+    return Collection(data=dict(sorted(data.items())))
 
 
 def register(app: typer.Typer) -> None:
