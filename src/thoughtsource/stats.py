@@ -122,7 +122,11 @@ class HFTokenizer:
     def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         if not texts:
             return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
-        ids = self._tok(list(texts), add_special_tokens=False)["input_ids"]
+        backend = getattr(self._tok, "backend_tokenizer", None)
+        if backend is not None:  # the Rust tokenizer directly: batched, no Python-side BatchEncoding (~2x faster)
+            ids = [e.ids for e in backend.encode_batch(list(texts), add_special_tokens=False)]
+        else:
+            ids = self._tok(list(texts), add_special_tokens=False)["input_ids"]
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(chain.from_iterable(ids), dtype=np.uint64, count=int(lengths.sum()))
         return pd.util.hash_array(flat), lengths
