@@ -16,6 +16,7 @@ name file, line and record is in ``_records.py``; prose clean-up (detokenization
 from __future__ import annotations
 
 import ast
+import logging
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -296,6 +297,14 @@ def join_body_question(body: str, question: str) -> str:
     if first in _QUESTION_WORDS:  # never lower-case a name ("Dan", "Rachel")
         question = question[0].lower() + question[1:]
     return f"{body} {question}" if body[-1] == "," else f"{body}, {question}"
+
+
+def warn_disagreements(log: logging.Logger, dataset: str, split: str, items: Sequence[str]) -> None:
+    """One warning per split listing the records whose own equation does not give their gold answer (kept as published)."""
+    if items:
+        shown = "; ".join(items[:20]) + (f"; ... and {len(items) - 20} more" if len(items) > 20 else "")
+        log.warning("%s/%s: %d record(s) whose equation does not give the gold answer (the gold answer is kept): %s",
+                    dataset, split, len(items), shown)
 
 
 def agrees(value: Fraction | float, gold: str | float) -> bool:

@@ -18,7 +18,16 @@ from pathlib import Path
 from ..errors import DataError
 from ..schema import Sample
 from ._base import DatasetSpec, SourceFile
-from ._parse import agrees, equation_cot, evaluate, format_number, join_body_question, leading_number, parse_infix
+from ._parse import (
+    agrees,
+    equation_cot,
+    evaluate,
+    format_number,
+    join_body_question,
+    leading_number,
+    parse_infix,
+    warn_disagreements,
+)
 from ._records import Where
 
 log = logging.getLogger(__name__)
@@ -67,6 +76,7 @@ def _text(problem: ET.Element, tag: str, where: Where) -> str:
 
 def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
     subset: set[str] = set()
+    disagree: list[str] = []
     for i in range(len(_FOLDS)):
         fold = files[f"asdiv/nfolds/asdiv-a/fold{i}.txt"]
         subset.update(line.strip() for line in fold.read_text(encoding="utf-8").splitlines() if line.strip())
@@ -105,8 +115,7 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         if remainder and solution_type == "Ceil-Division":
             cot.append(f"Since there is a remainder, we round up to {format_number(answer)}.")
         elif not remainder and not agrees(value, answer):
-            log.warning("%s: asdiv/%s/%s: formula %r gives %s but the gold Answer is %s; keeping the gold answer",
-                        path, split, rid, formula, format_number(value), answer)
+            disagree.append(f"{rid} ({formula!r} gives {format_number(value)}, gold {answer})")
         yield Sample(
             id=rid,
             question=join_body_question(body, question),
@@ -114,6 +123,7 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             cot=cot,
             answer=[format_number(answer)],
         )
+    warn_disagreements(log, "asdiv", split, disagree)
     missing = subset - seen
     if missing:
         raise DataError(f"{len(missing)} ASDiv-A id(s) of the fold files are not in the corpus: {sorted(missing)[:10]}",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..schema import Sample
 from ._base import DatasetSpec, SourceFile
-from ._parse import agrees, equation_cot, evaluate, exact_number, format_number, parse_prefix, readable_number
+from ._parse import agrees, equation_cot, evaluate, exact_number, format_number, parse_prefix, readable_number, warn_disagreements
 from ._records import iter_csv
 from ._text import detokenize
 
@@ -56,6 +56,7 @@ SPEC = DatasetSpec(
 
 
 def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
+    disagree: list[str] = []
     for part in ("train", "dev"):
         path = files[f"mawps/cv_mawps/fold0/{part}.csv"]
         for row_no, (where, row) in enumerate(iter_csv(path, "mawps", split, required=_COLUMNS), start=1):
@@ -84,8 +85,7 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             except ValueError as e:
                 raise where.error(str(e), field="Equation") from None
             if not agrees(value, row["Answer"]):
-                log.warning("%s:%s: mawps/%s/%s: equation %r gives %s but the gold Answer is %s; keeping the gold answer",
-                            path, where.line, split, rid, row["Equation"], format_number(value), row["Answer"])
+                disagree.append(f"{rid} ({row['Equation']!r} gives {format_number(value)}, gold {row['Answer']})")
             yield Sample(
                 id=rid,
                 question=question,
@@ -93,3 +93,4 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
                 cot=equation_cot(expr, show=readable_number),
                 answer=[answer],
             )
+    warn_disagreements(log, "mawps", split, disagree)

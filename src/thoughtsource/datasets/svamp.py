@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import DataError
 from ..schema import Sample
 from ._base import DatasetSpec, SourceFile
-from ._parse import agrees, equation_cot, evaluate, format_number, join_body_question, parse_infix
+from ._parse import agrees, equation_cot, evaluate, format_number, join_body_question, parse_infix, warn_disagreements
 from ._records import Where, load_json, require
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ SPEC = DatasetSpec(
 
 def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
     path = files["svamp/SVAMP.json"]
+    disagree: list[str] = []
     records = load_json(path, "svamp", split)
     if not isinstance(records, list):
         raise DataError(f"expected a JSON array of problems, got {type(records).__name__}", path=str(path))
@@ -64,8 +65,7 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             raise where.error(str(e), field="Equation") from None
         if not agrees(value, answer):
             # The gold answer is kept as published (chal-680: equation gives 5, Answer says 1); see docs/datasets.md.
-            log.warning("%s: svamp/%s/%s: equation %r gives %s but the gold Answer is %s; keeping the gold answer",
-                        path, split, rid, equation, format_number(value), format_number(answer))
+            disagree.append(f"{rid} ({equation!r} gives {format_number(value)}, gold {format_number(answer)})")
         yield Sample(
             id=rid,
             question=join_body_question(body, question),
@@ -73,3 +73,4 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             cot=equation_cot(expr),
             answer=[format_number(answer)],
         )
+    warn_disagreements(log, "svamp", split, disagree)
