@@ -49,9 +49,15 @@ def detokenize(text: str) -> str:
 
 
 def upper_first(text: str) -> str:
-    """Upper-case the first letter only (``str.capitalize`` would lower-case the rest)."""
+    """Upper-case the first letter only (``str.capitalize`` would lower-case the rest).
+
+    A first word that is a symbol or name with its own casing ("p53", "mRNA", "iPhone", "epiDWI") is left alone.
+    """
     for i, ch in enumerate(text):
         if ch.isalpha():
+            word = text[i:].split(" ", 1)[0]
+            if any(c.isupper() or c.isdigit() for c in word[1:]):
+                return text
             return text[:i] + ch.upper() + text[i + 1 :]
         if not ch.isspace() and ch not in "\"'(":
             break
@@ -61,6 +67,8 @@ def upper_first(text: str) -> str:
 def sentence(text: str, end: str = ".") -> str:
     """A clean sentence: squashed white space, first letter upper-cased, final punctuation added if missing."""
     out = upper_first(squash(text))
+    if out and out[-1] in ",;:":
+        out = out[:-1]
     if out and out[-1] not in ".!?\"'":
         out += end
     return out
@@ -73,20 +81,28 @@ def _segmenter() -> Any:
     return pysbd.Segmenter(language="en", clean=False)
 
 
-def split_sentences(text: str) -> list[str]:
+def split_sentences(text: str, *, join_lowercase: bool = False) -> list[str]:
     """Cut free text into sentences (pysbd's rule-based English segmenter); empty pieces dropped.
 
     Line breaks are sentence boundaries too (ECQA writes one statement per line, often without a period).
+    With ``join_lowercase`` a piece that starts with a lower-case letter is glued back to the previous one
+    (in scientific prose that is a false break after an abbreviation: "the m. puborectalis").
     """
     out: list[str] = []
     for line in text.splitlines():
         line = squash(line)
         if not line:
             continue
+        first = True
         for piece in _segmenter().segment(line):
             piece = squash(piece)
-            if piece:
+            if not piece:
+                continue
+            if join_lowercase and not first and out and piece[0].islower():
+                out[-1] = f"{out[-1]} {piece}"
+            else:
                 out.append(piece)
+            first = False
     return out
 
 

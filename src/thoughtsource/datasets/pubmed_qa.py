@@ -43,7 +43,7 @@ SPEC = DatasetSpec(
         SourceFile(TEST_IDS, f"{_REPO}/test_ground_truth.json",
                    "939fe566f09017d13b1ca64d2ddfee0bc2374b366048152997669cccedc44d51", 11414, "json"),
     ),
-    converter_version=1,
+    converter_version=2,
     counts={"train": 500, "test": 500},
     paper_counts={"total": 1000},
 )
@@ -66,5 +66,5 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         yield Sample(
             id=pmid, ref_id=pmid, question=squash(require(rec, "QUESTION", where, str)), type="multiplechoice",
             choices=list(CHOICES), context="\n".join(squash(str(c)) for c in contexts),
-            cot=[sentence(s) for s in split_sentences(require(rec, "LONG_ANSWER", where, str))], answer=[decision],
+            cot=[sentence(s) for s in split_sentences(require(rec, "LONG_ANSWER", where, str), join_lowercase=True)], answer=[decision],
         )

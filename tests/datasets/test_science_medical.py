@@ -1,0 +1,192 @@
+"""EntailmentBank, PubMedQA, QED, WorldTree and MedQA: counts and specific records checked against the raw files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from thoughtsource import datasets
+
+
+def _by_id(name: str, split: str, data_dir: Path) -> dict:
+    return {s.id: s for s in datasets.load(name, [split], data_dir=data_dir)[split]}
+
+
+# ----------------------------------------------------------------------------------------- EntailmentBank
+
+
+def _eb_raw(data_dir: Path, split_file: str, qid: str) -> dict:
+    for line in (data_dir / "entailment_bank/angles/task_1" / split_file).read_text().splitlines():
+        rec = json.loads(line)
+        if rec["id"] == qid:
+            return rec
+    raise AssertionError(qid)
+
+
+def test_entailment_bank_counts_and_unique_ids(load_split) -> None:
+    counts = {sp: len(load_split("entailment_bank", sp)) for sp in ("train", "validation", "test")}
+    assert counts == {"train": 1313, "validation": 187, "test": 340}  # = Table 6's 1,840
+    train = {s.id: s for s in load_split("entailment_bank", "train")}
+    # a question listed twice (two gold answers) keeps both, the repeat as <id>_1, same ref_id
+    assert train["MCAS_2011_5_17"].answer == ["A solid natural material with a crystal structure"]
+    assert train["MCAS_2011_5_17_1"].answer == ["A natural substance that makes up rocks"]
+    assert train["MCAS_2011_5_17_1"].ref_id == "MCAS_2011_5_17"
+
+
+def test_entailment_bank_sent10_is_not_sent1(data_dir: Path) -> None:
+    """The published loader replaced 'sent1' inside 'sent10'; this proof starts with sent10."""
+    raw = _eb_raw(data_dir, "dev.jsonl", "Mercury_SC_400119")
+    assert raw["output"].startswith("$proof$ = sent10 & sent4 -> int1:")
+    s = _by_id("entailment_bank", "validation", data_dir)["Mercury_SC_400119"]
+    assert s.question == "Which change will occur in the wire of an electrical circuit that is working properly?"
+    assert s.answer == ["The wire will become warmer."]
+    assert s.cot[:3] == [
+        "When an electrical circuit is working properly, electrical current runs through the wires.",  # sent10, detokenized
+        "Electrical current is made of electrons flowing in one direction.",  # sent4
+        "Therefore, electrons flow in one direction in the wires when an electrical circuit is working properly.",  # int1
+    ]
+    assert "Temperature is a measure of heat." in s.cot  # sent1 itself, used by a later step
+    assert s.cot[-1] == "Therefore, electrical current running through a wire causes that wire to become warm."  # hypothesis
+    assert len(s.cot) == 19 and not any(re.search(r"\b(sent|int)\d", c) for c in s.cot)
+
+
+@pytest.mark.parametrize(("split", "split_file", "qid"), [("validation", "dev.jsonl", "Mercury_SC_401371"),
+                                                          ("test", "test.jsonl", "Mercury_SC_408040"),
+                                                          ("train", "train.jsonl", "MCAS_2011_5_17")])
+def test_entailment_bank_record_matches_raw(data_dir: Path, split: str, split_file: str, qid: str) -> None:
+    raw = _eb_raw(data_dir, split_file, qid)
+    s = _by_id("entailment_bank", split, data_dir)[qid]
+    question = re.search(r"\$question\$ = (.*?) ; \$answer\$", raw["input"]).group(1)
+    answer = re.search(r"\$answer\$ = (.*?) ; \$hypothesis\$", raw["input"]).group(1)
+    hypothesis = re.search(r"\$hypothesis\$ = (.*?) ; \$context\$", raw["input"]).group(1)
+    assert s.question == question and s.answer[0].lower() == answer.lower() and s.type == "text"
+    assert s.cot[-1] == f"Therefore, {hypothesis}."
+    steps = raw["output"].count("->")
+    assert sum(c.startswith("Therefore, ") for c in s.cot) == steps
+    facts_used = set(re.findall(r"\bsent\d+\b", raw["output"]))
+    assert len(s.cot) == steps + len(facts_used)
+
+
+def test_entailment_bank_simple_proof(data_dir: Path) -> None:
+    s = _by_id("entailment_bank", "validation", data_dir)["Mercury_SC_401371"]
+    assert s.cot == ["The sun rising / setting occurs once per day.", "The sun setting is a kind of event.",
+                     "The sun rising is a kind of event.",
+                     "Therefore, the sun rising and setting is the event that occurs once per day."]
+    assert s.answer == ["The Sun rises and sets."]
+
+
+# ----------------------------------------------------------------------------------------- PubMedQA
+
+
+def test_pubmed_qa_counts_and_records(data_dir: Path, load_split) -> None:
+    raw = json.loads((data_dir / "pubmed_qa/ori_pqal.json").read_text())
+    test_ids = json.loads((data_dir / "pubmed_qa/test_ground_truth.json").read_text())
+    train = {s.id: s for s in load_split("pubmed_qa", "train")}
+    test = {s.id: s for s in load_split("pubmed_qa", "test")}
+    assert (len(train), len(test)) == (500, 500) and set(test) == set(test_ids) and not set(train) & set(test)
+    for pmid, split in (("21645374", test), ("16418930", test), ("10808977", train), ("23831910", train)):
+        s, r = split[pmid], raw[pmid]
+        assert s.question == r["QUESTION"] and s.ref_id == pmid
+        assert s.choices == ["yes", "no", "maybe"] and s.answer == [r["final_decision"]]
+        assert s.context == "\n".join(r["CONTEXTS"])
+        assert " ".join(s.cot) == " ".join(r["LONG_ANSWER"].split())  # these four: sentences joined = the long answer
+        if pmid in test_ids:
+            assert test_ids[pmid] == r["final_decision"]
+    assert test["21645374"].cot[-1] == (
+        "Overall, our findings implicate the mitochondria as playing a critical and early role in developmentally "
+        "regulated PCD in the lace plant.")
+    assert len(test["21645374"].cot) == 4
+    # every long answer survives sentence splitting unchanged (no false break after "m." in "the m. puborectalis")
+    for pmid, x in {**train, **test}.items():
+        assert re.sub(r"\W", "", " ".join(x.cot)).lower() == re.sub(r"\W", "", raw[pmid]["LONG_ANSWER"]).lower(), pmid
+    assert any("the m. puborectalis" in c for c in test["12377809"].cot)
+    assert {**train, **test}["10927144"].cot[0].startswith("p53 alteration")  # not "P53"
+
+
+# ----------------------------------------------------------------------------------------- QED
+
+
+def test_qed_counts_and_records(data_dir: Path, load_split) -> None:
+    raws = {str(r["example_id"]): r for r in map(json.loads, (data_dir / "qed/qed-dev.jsonlines").read_text().splitlines())}
+    samples = {s.id: s for s in load_split("qed", "validation")}
+    kept = {k for k, r in raws.items() if r["annotation"]["explanation_type"] == "single_sentence"}
+    assert len(raws) == 1355 and set(samples) == kept and len(samples) == 1021
+    s = samples["-3290814144789249484"]
+    assert s.question == "Who got the first nobel prize in physics?"
+    assert s.type == "collection"
+    assert s.answer == ["Wilhelm Conrad Röntgen, of Germany", "Wilhelm Conrad Röntgen"]
+    assert s.context.startswith("Title: List of Nobel laureates in Physics Text: The first Nobel Prize in Physics was awarded")
+    assert s.cot == [
+        "The answer is contained in the following sentence: The first Nobel Prize in Physics was awarded in 1901 to "
+        "Wilhelm Conrad Röntgen, of Germany, who received 150,782 SEK, which is equal to 7,731,004 SEK in December 2007.",
+        "The noun phrase The first Nobel Prize in Physics in the sentence and the noun phrase the first nobel prize in "
+        "physics in the question refer to the same thing.",
+    ]
+    # a bridged reference ("the episode" OF "greys anatomy") and records without an explanation are left out
+    bridged = [x for x in samples.values() if any(" of the noun phrase " in c for c in x.cot)]
+    assert bridged
+    none_id = next(k for k, r in raws.items() if r["annotation"]["explanation_type"] == "none")
+    assert none_id not in samples
+    for qid in list(samples)[:50]:
+        r, x = raws[qid], samples[qid]
+        assert len(x.answer) == len({" ".join(g[0]["string"].split()) for g in r["original_nq_answers"] if g}) or len(x.answer) >= 1
+        assert x.cot[0].startswith("The answer is contained in the following sentence: ")
+
+
+# ----------------------------------------------------------------------------------------- WorldTree
+
+
+def _wt_rows(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+
+
+def test_worldtree_counts_and_records(data_dir: Path, load_split) -> None:
+    with zipfile.ZipFile(data_dir / "worldtree/tg2020task-dataset.zip") as z:
+        train_rows = _wt_rows(z.read("questions.train.tsv").decode())
+        kindof = _wt_rows(z.read("tables/KINDOF.tsv").decode())
+    test_rows = _wt_rows((data_dir / "worldtree/gold_test_aayushee/questions.test.tsv").read_text())
+    counts = {sp: len(load_split("worldtree", sp)) for sp in ("train", "validation", "test")}
+    assert counts == {"train": 2207, "validation": 496, "test": 1664}  # = Table 6's 4,367
+    test = load_split("worldtree", "test")
+    s = test[2]
+    assert (s.id, s.ref_id) == ("2", test_rows[2]["QuestionID"]) == ("2", "Mercury_SC_401620")
+    assert s.question == "Which event occurs once per day?"
+    assert s.choices == ["The Moon rises.", "The new Moon occurs.", "The Moon cycles through its phases.",
+                         "The Moon passes in front of the Sun."]
+    assert test_rows[2]["AnswerKey"] == "A" and s.answer == ["The Moon rises."]
+    assert s.cot == ["The moon rising occurs once per day.", "A moon is a kind of celestial object.",
+                     "Movements of celestial bodies are a kind of event.", "Rising is a kind of motion."]
+    assert len(s.cot) == len(test_rows[2]["explanation"].split())
+    # a question whose choices follow the "?" without a blank: "...north?(A) electrical (B) heat ..."
+    m = next(x for x in test if x.ref_id == "MCAS_2015_5_11")
+    assert m.question == "What form of energy makes a compass needle point north?"
+    assert m.choices == ["electrical", "heat", "light", "magnetic"] and m.answer == ["magnetic"]
+    # train: fact text from the table row, first alternative of "celestial object; celestial body"
+    t = load_split("worldtree", "train")[0]
+    assert t.ref_id == train_rows[0]["QuestionID"] == "NAEP_2005_4_S13+13" and t.answer == ["Earth rotates on its axis."]
+    star = next(r for r in kindof if r["[SKIP] UID"] == "dbe8-e776-f804-99a0")
+    assert star["HYPERNYM"] == "celestial object; celestial body"
+    assert "A star is a kind of celestial object." in t.cot
+
+
+# ----------------------------------------------------------------------------------------- MedQA
+
+
+def test_med_qa_test_split_matches_raw(data_dir: Path, load_split) -> None:
+    raw = [json.loads(x) for x in (data_dir / "med_qa/phrases_no_exclude_test.jsonl").read_text().splitlines()]
+    samples = load_split("med_qa", "test")
+    assert len(samples) == len(raw) == 1273
+    for i in (0, 2, 1272):
+        s, r = samples[i], raw[i]
+        assert s.id == str(i)
+        assert s.question == " ".join(r["question"].split())
+        assert s.choices == [r["options"][k] for k in "ABCD"]
+        assert s.answer == [r["options"][r["answer_idx"]]] == [r["answer"]]
+    assert samples[2].answer == ["Cholesterol embolization"]
+    assert samples[0].answer == ["Tell the attending that he cannot fail to disclose this mistake"]
