@@ -201,6 +201,7 @@ def _labels_collide(fig, axis) -> bool:
     return min(b - a for a, b in pairwise(xs)) * math.sin(angle) < height
 
 
+@pytest.mark.slow
 def test_plots_have_legible_non_overlapping_labels(examples_dir: Path, tmp_path: Path):
     from thoughtsource import stats_plots
 
@@ -225,6 +226,7 @@ def test_plots_have_legible_non_overlapping_labels(examples_dir: Path, tmp_path:
         assert paths[0].stat().st_size < 300_000
 
 
+@pytest.mark.slow
 def test_cli_writes_tables_and_figures(examples_dir: Path, tmp_path: Path):
     out = tmp_path / "out"
     r = CliRunner().invoke(app, [
@@ -254,3 +256,23 @@ def test_cli_split_filter_and_no_plots(examples_dir: Path, tmp_path: Path):
     assert {r["split"] for r in data["counts"]} == {"train"}
     assert not list(tmp_path.glob("*.png"))
     assert np.isfinite([r["mean"] for r in data["length_summary"]]).all()
+
+
+@pytest.mark.slow
+def test_paper_overlap_findings_on_the_real_datasets(shared_data: Path, tmp_path: Path):
+    """The paper's Figure 2 findings: EntailmentBank questions are WorldTree questions (overlap 1.0);
+    SVAMP was seeded from ASDiv and MAWPS shares sources with ASDiv (clear overlap); unrelated sets barely overlap."""
+    r = CliRunner().invoke(app, ["stats", "asdiv", "svamp", "mawps", "worldtree", "entailment_bank", "gsm8k",
+                                 "--data-dir", str(shared_data), "--out", str(tmp_path), "--no-plots"])
+    assert r.exit_code == 0, r.output
+    data = json.loads((tmp_path / "stats.json").read_text())
+    q = {(p["dataset_a"], p["dataset_b"]): p for p in data["overlap"]["question"]}
+    eb_wt = q[("entailment_bank", "worldtree")]
+    assert eb_wt["overlap_coefficient"] > 0.99  # every EntailmentBank question n-gram is in WorldTree
+    assert eb_wt["jaccard"] < eb_wt["overlap_coefficient"]  # WorldTree is larger: Jaccard is not 1
+    assert q[("asdiv", "svamp")]["overlap_coefficient"] > 0.1
+    assert q[("asdiv", "mawps")]["overlap_coefficient"] > 0.1
+    assert q[("entailment_bank", "svamp")]["overlap_coefficient"] < 0.01
+    counts = {(c["dataset"], c["split"]): c["samples"] for c in data["counts"]}
+    assert counts[("gsm8k", "train")] == 7473 and counts[("gsm8k", "test")] == 1319
+    assert sum(v for (d, _), v in counts.items() if d == "entailment_bank") == 1840
