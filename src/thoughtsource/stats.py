@@ -437,8 +437,14 @@ def render_markdown(
     per_split = s[s["split"] != "all"].copy()
     per_split["field"] = per_split["field"].map(FIELD_LABELS)
     out += [markdown_table(per_split[["dataset", "split", "field", "n", "min", "median", "mean", "q95", "max"]]), ""]
-    out += ["## Vocabulary", "", "Distinct tokens over question, context, choices and reference CoT, all splits.", ""]
-    out += [markdown_table(report.vocabulary), ""]
+    out += ["## Vocabulary and n-gram sets", "",
+            f"Tokens and distinct tokens over question, context, choices and reference CoT; distinct {report.n}-grams "
+            "of the questions and of the reference CoTs (the sets compared below); all splits.", ""]
+    vocab = report.vocabulary.copy()
+    for f, pairs in report.overlap.items():
+        own = pairs[pairs["dataset_a"] == pairs["dataset_b"]].set_index("dataset_a")["ngrams_a"]
+        vocab[f"{FIELD_LABELS[f]} {report.n}-grams"] = vocab["dataset"].map(own).fillna(0).astype(int)
+    out += [markdown_table(vocab), ""]
     out += [
         f"## {report.n}-gram overlap between datasets", "",
         "Overlap coefficient (Szymkiewicz–Simpson) = |A∩B| / min(|A|,|B|): the share of the smaller dataset's "

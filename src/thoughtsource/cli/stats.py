@@ -40,6 +40,7 @@ def stats(
     kind: PlotKind = typer.Option(PlotKind.box, "--kind", help="Length plots as box or violin plots."),
     title: str = typer.Option("Dataset statistics", "--title", help="Heading of stats.md."),
     no_plots: bool = typer.Option(False, "--no-plots", help="Tables only."),
+    json_out: bool = typer.Option(True, "--json/--no-json", help="Also write every table as stats.json."),
 ) -> None:
     """Statistics of datasets (the paper's Table 6, Figures 1 and 2): stats.md, stats.json and PNGs."""
     from ..collection import Collection
@@ -69,15 +70,16 @@ def stats(
     text = render_markdown(report, images, title=title, command=command)
     with atomic_write(out / "stats.md") as fh:
         fh.write(text)
-    write_json(out / "stats.json", {
-        "tokenizer": report.tokenizer, "n": report.n,
-        "counts": report.counts.to_dict("records"),
-        "length_summary": report.length_summary.to_dict("records"),
-        "vocabulary": report.vocabulary.to_dict("records"),
-        "overlap": {f: df.to_dict("records") for f, df in report.overlap.items()},
-        "timings": report.timings,
-    })
-    console.print(f"wrote {out / 'stats.md'}, {out / 'stats.json'}" + (f" and {len(images)} figure(s)" if images else "")
+    if json_out:
+        write_json(out / "stats.json", {
+            "tokenizer": report.tokenizer, "n": report.n,
+            "counts": report.counts.to_dict("records"),
+            "length_summary": report.length_summary.to_dict("records"),
+            "vocabulary": report.vocabulary.to_dict("records"),
+            "overlap": {f: df.to_dict("records") for f, df in report.overlap.items()},
+            "timings": report.timings,
+        })
+    console.print(f"wrote {out / 'stats.md'}" + (f", {out / 'stats.json'}" if json_out else "") + (f" and {len(images)} figure(s)" if images else "")
                   + f" in {time.perf_counter() - t0:.1f} s", highlight=False)
 
 
