@@ -276,3 +276,10 @@ def test_paper_overlap_findings_on_the_real_datasets(shared_data: Path, tmp_path
     counts = {(c["dataset"], c["split"]): c["samples"] for c in data["counts"]}
     assert counts[("gsm8k", "train")] == 7473 and counts[("gsm8k", "test")] == 1319
     assert sum(v for (d, _), v in counts.items() if d == "entailment_bank") == 1840
+
+
+def test_unique_sorted_equals_numpy_unique():
+    rng = np.random.default_rng(0)
+    for values in (np.empty(0, dtype=np.uint64), np.array([7], dtype=np.uint64),
+                   rng.integers(0, 50, 1000).astype(np.uint64), rng.integers(0, 2**63, 5000, dtype=np.uint64)):
+        assert np.array_equal(stats.unique_sorted(values), np.unique(values))

@@ -101,7 +101,8 @@ class WordTokenizer:
         toks = [_WORD_RE.findall(t.lower()) for t in texts]
         lengths = np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
         flat = np.fromiter(chain.from_iterable(toks), dtype=object, count=int(lengths.sum()))
-        return pd.util.hash_array(flat, categorize=True), lengths
+        codes, distinct = pd.factorize(flat)  # hash each distinct token once
+        return pd.util.hash_array(np.asarray(distinct, dtype=object), categorize=False)[codes], lengths
 
 
 class HFTokenizer:
@@ -160,7 +161,18 @@ def ngram_hashes(token_hashes: np.ndarray, lengths: np.ndarray, n: int = 3) -> n
         grams += token_hashes[k : k + width]
     ends = np.repeat(np.cumsum(lengths), lengths)[:width]  # end offset of the text each position lies in
     valid = np.arange(n, width + n) <= ends
-    return np.unique(grams[valid])
+    return unique_sorted(grams[valid])
+
+
+def unique_sorted(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (sort + neighbour compare: several times faster than ``np.unique`` on uint64)."""
+    a = np.sort(values)
+    if a.size < 2:
+        return a
+    keep = np.empty(a.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
 
 
 def intersection_size(a: np.ndarray, b: np.ndarray) -> int:
@@ -335,7 +347,7 @@ def compute_stats(
                     ngram_sets[name][d] = ngram_hashes(hashes, lens, n)
                     t_ngram += time.perf_counter() - t2
             flat = np.concatenate(vocab_parts) if vocab_parts else np.empty(0, dtype=np.uint64)
-            vocab_rows.append({"dataset": d, "tokens": int(flat.size), "vocabulary": int(np.unique(flat).size)})
+            vocab_rows.append({"dataset": d, "tokens": int(flat.size), "vocabulary": int(unique_sorted(flat).size)})
             log.debug("%s: %d samples", d, len(samples))
             bar.advance(task)
     timings["tokenize"] = t_tok
