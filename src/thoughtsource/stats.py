@@ -397,12 +397,13 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = "{:.1f}", na: str = "") -> 
 
 def paper_comparison(counts: pd.DataFrame) -> pd.DataFrame:
     """Our totals per dataset next to the paper's Table 6 (blank where the paper has no such dataset)."""
-    ours = counts.groupby("dataset", sort=False)[["samples", "with_reference_cot", "with_generated_cot", "generated_cots"]].sum()
+    ours = counts.groupby("dataset", sort=False)[["samples", "with_reference_cot", "with_generated_cot", "generated_cots", *ANSWER_TYPES]].sum()
     rows = []
     for d, r in ours.iterrows():
         paper = PAPER_TABLE6.get(str(d))
         rows.append({
             "dataset": d,
+            "answer type": "/".join(t for t in ANSWER_TYPES if r[t] > 0),
             "samples": int(r["samples"]), "samples (paper)": paper[0] if paper else None,
             "with ref. CoT": int(r["with_reference_cot"]), "with ref. CoT (paper)": paper[1] if paper else None,
             "with gen. CoT": int(r["with_generated_cot"]), "with gen. CoT (paper)": paper[2] if paper else None,
