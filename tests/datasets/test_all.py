@@ -27,7 +27,6 @@ def test_spec_is_complete(name: str) -> None:
     assert len(names) == len(set(names)), "duplicate source file names"
     for s in spec.sources:
         assert s.url.startswith("https://"), s
-        assert s.name.split("/")[0] in (name, *{x.split("/")[0] for x in names}), s
         assert set(s.splits) <= set(spec.splits), s
         if s.sha256:
             assert len(s.sha256) == 64 and s.size > 0, s
@@ -50,7 +49,7 @@ def test_split_conforms(name: str, split: str, data_dir: Path, load_split) -> No
         assert s.type == spec.answer_type
         assert s.question.strip() == s.question and s.question
         assert semantic_problems(s) == [], s.id
-        assert len(s.answer) == 1 or s.type == "collection", s.id
+        assert len(s.answer) <= 1 or s.type == "collection", s.id  # 0 only for unlabelled test sets
         assert all(step.strip() == step and step for step in s.cot), s.id
     # the cache returns exactly what a fresh conversion gives (stable ids, lossless cache)
     fresh = datasets.load(name, [split], data_dir=data_dir, use_cache=False)[split]
