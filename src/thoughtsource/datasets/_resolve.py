@@ -205,8 +205,6 @@ def resolve(
     Optional files are included when present locally and never downloaded here.  Missing required files
     are downloaded (unless offline); failures are collected and reported together in one DataError.
     """
-    import httpx
-
     wanted: dict[str, SourceFile] = {}
     for split in splits:
         for s in spec.sources_for(split):
@@ -222,6 +220,8 @@ def resolve(
         elif not download_missing or offline():
             missing.append((source, "downloads disabled" if not download_missing else "offline ($THOUGHTSOURCE_OFFLINE)"))
         else:
+            import httpx  # only when something has to be downloaded
+
             try:
                 path = download(source, download_dir() / source.name)
                 found[name] = (path, verify(path, source))
