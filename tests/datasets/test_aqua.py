@@ -60,3 +60,15 @@ def test_train_is_declared_but_reported_missing(data_dir: Path) -> None:
     with pytest.raises(DataError) as e:
         datasets.load("aqua", ["train"], data_dir=data_dir)
     assert "aqua/train.json" in str(e.value) and "https://raw.githubusercontent.com/deepmind/AQuA/master/train.json" in str(e.value)
+
+
+def test_unpinned_train_file_is_used_with_a_warning(data_dir: Path, tmp_path: Path, caplog) -> None:
+    # train.json is absent here; it has the format of dev.json, so three dev lines stand in for it
+    (tmp_path / "aqua").mkdir()
+    lines = (data_dir / "aqua" / "dev.json").read_text(encoding="utf-8").splitlines()[:3]
+    (tmp_path / "aqua" / "train.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        samples = datasets.load("aqua", ["train"], data_dir=tmp_path)["train"]
+    assert [s.id for s in samples] == ["aqua-train-1", "aqua-train-2", "aqua-train-3"]
+    assert samples[0].answer == ["32400"]
+    assert "no checksum is pinned" in caplog.text and "train.json" in caplog.text

@@ -232,3 +232,19 @@ def test_verification_is_cached_by_path_size_mtime(tmp_path: Path, data_dir: Pat
     copy.touch()  # new mtime: hashed again
     _resolve.verify(copy, source)
     assert len(calls) == 2
+
+
+def test_stale_part_longer_than_the_file_restarts(server, online: Path, data_dir: Path) -> None:
+    # an unpinned source (no size to compare with) whose .part is longer than the served file: 416, then a fresh download
+    base, log = server.base, server.log
+    spec = local_spec("aqua", base)
+    spec = dataclasses.replace(spec, sources=tuple(dataclasses.replace(s, sha256="", size=0) if s.name == "aqua/test.json" else s
+                                                   for s in spec.sources))
+    full = (data_dir / "aqua" / "test.json").read_bytes()
+    target = _resolve.download_dir() / "aqua" / "test.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.with_name("test.json.part").write_bytes(full + b"garbage")
+    path, sha = _resolve.resolve(spec, ["test"], online)["aqua/test.json"]
+    assert path.read_bytes() == full
+    assert [(p, r) for p, r, _ in log] == [("/aqua/test.json", f"bytes={len(full) + 7}-"), ("/aqua/test.json", None)]
+    assert sha == datasets.spec("aqua").sources[2].sha256
