@@ -23,7 +23,7 @@ from pathlib import Path
 from ..schema import Sample
 from ._base import DatasetSpec, SourceFile
 from ._records import Where, iter_tsv, open_zip, read_member, require
-from ._text import sentence, squash
+from ._text import detokenize, sentence, squash
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ SPEC = DatasetSpec(
                    "https://raw.githubusercontent.com/aayushee/Textgraphs/411bb33f1af9b1d458c3b7d0315e4f6244dfcc3b/questions/questions.test.tsv",
                    "7155d51679cb7e01ffecc1f92b10ad188638a5d4d75414e7c7e907fd01cad851", 774636, "tsv", ("test",)),
     ),
-    converter_version=1,
+    converter_version=2,
     counts={"train": 2207, "validation": 496, "test": 1664},
     paper_counts={"train": 2207, "validation": 496, "test": 1664},
 )
@@ -129,7 +129,7 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         for item in (row.get("explanation") or "").split():
             uid = item.split("|")[0]
             if uid in facts:
-                cot.append(sentence(facts[uid]))
+                cot.append(sentence(detokenize(facts[uid])))
             else:
                 unresolved += 1
         yield Sample(id=str(index), ref_id=qid, question=stem, type="multiplechoice", choices=choices, context="",
