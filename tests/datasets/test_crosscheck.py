@@ -54,8 +54,8 @@ def published_samples(examples_dir: Path) -> dict[tuple[str, str], dict[str, dic
 
 
 def _position(pid: str, ds: str, split: str) -> str:
-    """The paper_2 model runs write ``worldtree_test_2``, the other files ``2``: both are the position."""
-    return pid.removeprefix(f"{ds}_{split}_")
+    """Older published files write ``2``, the final release ``worldtree_test_2`` (our scheme): both are the position."""
+    return pid if pid.startswith(f"{ds}_{split}_") else f"{ds}_{split}_{pid}"
 
 
 def _no_parens(text: str) -> str:
@@ -108,7 +108,7 @@ def crosscheck(examples_dir: Path, data_dir: Path) -> tuple[dict[str, Counter], 
         for pid, p in published.get((ds, pub_split), {}).items():
             if p.get("question") == "Question":  # their unit tests' made-up record (id 12345, "choice A" ...)
                 continue
-            key = normalize_question(p["question"]) if how == "question" else _position(pid, ds, pub_split)
+            key = {"question": normalize_question(p["question"]), "position": _position(pid, ds, pub_split)}.get(how, pid)
             o = index.get(key)
             if o is None:
                 c["not found"] += 1
@@ -146,12 +146,21 @@ def test_published_conversion_differences_are_all_explained(examples_dir: Path, 
 
 
 def test_thoughtsource_100_ids_exist_in_our_conversion(examples_dir: Path, data_dir: Path) -> None:
-    """ThoughtSource-100's CommonsenseQA ids are all validation ids of ours (same id scheme, "_1" ids included)."""
+    """ThoughtSource-100's ids of the datasets converted here (same id scheme) are all ids of ours.
+
+    (Its StrategyQA ids are the official file's qids, which differ from the copy used here, and its
+    OpenBookQA/MedMCQA ids need raw files that are not available.)
+    """
     ids = (examples_dir / "libs/cot/cot/datasets/thoughtsource/thoughtsource_100_ids.txt").read_text().split()
-    cqa_like = {i for i in ids if re.fullmatch(r"[0-9a-f]{32}(_\d+)?", i)}
-    ours = {s.id for s in datasets.load("commonsense_qa", ["validation"], data_dir=data_dir, published_cots=False)["validation"]}
-    assert len(cqa_like) == 100 and cqa_like <= ours
-    assert "33d023a6806390eb8195380331e17404_1" in ours  # CommonsenseQA's own id, suffix included
+    expected = {
+        ("commonsense_qa", "validation"): {i for i in ids if re.fullmatch(r"[0-9a-f]{32}(_\d+)?", i)},
+        ("worldtree", "test"): {i for i in ids if i.startswith("worldtree_test_")},
+        ("med_qa", "test"): {i for i in ids if i.startswith("med_qa_test_")},
+    }
+    for (name, split), wanted in expected.items():
+        ours = {s.id for s in datasets.load(name, [split], data_dir=data_dir, published_cots=False)[split]}
+        assert len(wanted) == 100 and wanted <= ours, name
+    assert "33d023a6806390eb8195380331e17404_1" in expected[("commonsense_qa", "validation")]  # CQA's own id, "_1" included
 
 
 if __name__ == "__main__":  # prints the table used in docs/datasets.md
