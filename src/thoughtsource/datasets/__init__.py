@@ -25,10 +25,12 @@ from ._base import DatasetSpec, SourceFile
 log = logging.getLogger(__name__)
 
 DATASETS: dict[str, str] = {
+    "aqua": "thoughtsource.datasets.aqua",
     "asdiv": "thoughtsource.datasets.asdiv",
     "commonsense_qa": "thoughtsource.datasets.commonsense_qa",
     "entailment_bank": "thoughtsource.datasets.entailment_bank",
     "gsm8k": "thoughtsource.datasets.gsm8k",
+    "mawps": "thoughtsource.datasets.mawps",
     "med_qa": "thoughtsource.datasets.med_qa",
     "medmc_qa": "thoughtsource.datasets.medmc_qa",
     "open_book_qa": "thoughtsource.datasets.open_book_qa",

@@ -1,7 +1,5 @@
 """Parsing helpers shared by every dataset module.
 
-* reading raw records with errors that name the file, line and record: :func:`iter_jsonl`,
-  :func:`iter_csv`, :func:`require`;
 * multiple-choice options ("A) 12", "(B) 7", "Answer Choices: (A) 1 (B) 2"): :func:`parse_choices`,
   :func:`split_inline_choices`, :func:`choice_index`;
 * numbers: :func:`format_number` ("18" not "18.0"), :func:`clean_number`, :func:`leading_number`;
@@ -11,84 +9,21 @@
 * :func:`split_lines` for line-wise reference CoTs and :func:`join_body_question` for math word problems.
   (Sentence splitting and detokenization of prose are text clean-up: see ``_text.py``.)
 
-A dataset module uses these instead of writing its own regexes.
+A dataset module uses these instead of writing its own regexes.  Reading raw records with errors that
+name file, line and record is in ``_records.py``; prose clean-up (detokenization, sentences) in ``_text.py``.
 """
 
 from __future__ import annotations
 
 import ast
-import csv
-import json
+import logging
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
-from typing import Any
 
-from ..errors import DataError
 from ..schema import parse_number
-
-# --------------------------------------------------------------------------- raw records
-
-
-def _exists(path: Path, dataset: str | None, split: str | None) -> None:
-    if not Path(path).is_file():
-        raise DataError("file not found", path=str(path), dataset=dataset, split=split)
-
-
-def iter_jsonl(path: Path, *, dataset: str | None = None, split: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` per non-empty line; a broken or truncated line raises DataError with file:line."""
-    _exists(path, dataset, split)
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"invalid JSON (truncated or corrupt line): {e.msg}", path=str(path), line=lineno,
-                                column=e.colno, dataset=dataset, split=split) from None
-            if not isinstance(obj, dict):
-                raise DataError(f"expected a JSON object per line, got {type(obj).__name__}", path=str(path), line=lineno,
-                                dataset=dataset, split=split)
-            yield lineno, obj
-
-
-def iter_csv(path: Path, *, dataset: str | None = None, split: str | None = None,
-             required: Sequence[str] = ()) -> Iterator[tuple[int, dict[str, str]]]:
-    """``(line number, row)`` of a CSV file with a header; rows missing a required column raise DataError."""
-    _exists(path, dataset, split)
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise DataError(f"CSV header lacks column(s) {missing}; header is {reader.fieldnames}", path=str(path), line=1,
-                            dataset=dataset, split=split)
-        for row in reader:
-            lineno = reader.line_num
-            for c in required:
-                if row.get(c) is None:
-                    raise DataError(f"row has too few columns (truncated file?): column {c!r} is missing", path=str(path),
-                                    line=lineno, dataset=dataset, split=split, field=c)
-            yield lineno, row
-
-
-def require(record: Mapping[str, Any], key: str, *, path: Path | str, record_id: str | None = None,
-            line: int | None = None, dataset: str | None = None, split: str | None = None,
-            types: type | tuple[type, ...] | None = None) -> Any:
-    """``record[key]``; a missing key (or a value of the wrong type) raises DataError naming file, record and field."""
-    if key not in record or record[key] is None:
-        raise DataError("required field is missing", path=str(path), line=line, dataset=dataset, split=split,
-                        record=record_id, field=key)
-    value = record[key]
-    if types is not None and not isinstance(value, types):
-        names = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
-        raise DataError(f"expected {names}, got {type(value).__name__} {value!r}"[:200], path=str(path), line=line,
-                        dataset=dataset, split=split, record=record_id, field=key)
-    return value
-
 
 # --------------------------------------------------------------------------- choices
 
@@ -151,6 +86,31 @@ def format_number(value: float | int | Fraction | str, max_decimals: int = 6) ->
         return str(int(rounded))
     text = f"{rounded:.{max_decimals}f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def exact_number(text: str, max_denominator: int = 1000) -> Fraction:
+    """The exact value of a number as written in a raw file, recovering simple fractions that were stored as
+    floats: "0.16666666666666666" → 1/6, "7.666666666666667" → 23/3; "0.3333" and "2.5" stay as written."""
+    value = _fraction(text)
+    decimals = text.split(".", 1)[1] if "." in text else ""
+    if len(decimals.rstrip("0")) > 6:
+        simple = value.limit_denominator(max_denominator)
+        if abs(simple - value) < Fraction(1, 10**9):
+            return simple
+    return value
+
+
+def readable_number(value: Fraction) -> str:
+    """A number as a person writes it: terminating decimals as decimals ("2.5", "18"), other values with a
+    small denominator as a fraction ("23/3"), anything else rounded (see :func:`format_number`)."""
+    d = value.denominator
+    while d % 2 == 0:
+        d //= 2
+    while d % 5 == 0:
+        d //= 5
+    if d == 1 or value.denominator > 1000:
+        return format_number(value)
+    return f"{value.numerator}/{value.denominator}"
 
 
 def clean_number(text: str) -> str:
@@ -235,10 +195,10 @@ def parse_prefix(equation: str, numbers: Mapping[str, str] | Sequence[str] = ())
             right = walk()
             return Op(tok, left, right)
         if tok in values:
-            return _fraction(str(values[tok]))
+            return exact_number(str(values[tok]))
         if tok.startswith("number"):
             raise ValueError(f"equation {equation!r} uses {tok} but the record has only {len(values)} number(s)")
-        return _fraction(tok)
+        return exact_number(tok)
 
     tree = walk()
     if pos != len(tokens):
@@ -273,13 +233,15 @@ def _step_sentence(op: str, a: str, b: str, result: str) -> str:
     return f"{verb} {args} and get {result}"
 
 
-def equation_cot(expr: Expr, *, remainder: bool = False) -> list[str]:
+def equation_cot(expr: Expr, *, remainder: bool = False, show: Callable[[Fraction], str] | None = None) -> list[str]:
     """One sentence per operation, innermost first, using the numbers of this very equation.
 
     ``"( 76.0 - 25.0 )"`` → ``["We subtract 25 from 76 and get 51."]``; with several steps the sentences
     start "First we" / "Then we".  ``remainder=True`` states the last division as quotient and remainder
-    (ASDiv's ``"200/28=7 r4"``).  A bare number gives no sentence.
+    (ASDiv's ``"200/28=7 r4"``).  ``show`` formats each number (default :func:`format_number`; MAWPS uses
+    :func:`readable_number` so that 23/3 is not shown as 7.666667).  A bare number gives no sentence.
     """
+    fmt = show or format_number
     steps: list[tuple[str, str, str, str]] = []
 
     def walk(node: Expr, last: bool) -> Fraction:
@@ -290,10 +252,10 @@ def equation_cot(expr: Expr, *, remainder: bool = False) -> list[str]:
         value = evaluate(Op(node.op, a, b))
         if last and remainder and node.op == "/":
             q, r = divmod(a, b)
-            result = f"{format_number(q)} remainder {format_number(r)}"
+            result = f"{fmt(Fraction(q))} remainder {fmt(Fraction(r))}"
         else:
-            result = format_number(value)
-        steps.append((node.op, format_number(a), format_number(b), result))
+            result = fmt(value)
+        steps.append((node.op, fmt(a), fmt(b), result))
         return value
 
     walk(expr, True)
@@ -335,6 +297,14 @@ def join_body_question(body: str, question: str) -> str:
     if first in _QUESTION_WORDS:  # never lower-case a name ("Dan", "Rachel")
         question = question[0].lower() + question[1:]
     return f"{body} {question}" if body[-1] == "," else f"{body}, {question}"
+
+
+def warn_disagreements(log: logging.Logger, dataset: str, split: str, items: Sequence[str]) -> None:
+    """One warning per split listing the records whose own equation does not give their gold answer (kept as published)."""
+    if items:
+        shown = "; ".join(items[:20]) + (f"; ... and {len(items) - 20} more" if len(items) > 20 else "")
+        log.warning("%s/%s: %d record(s) whose equation does not give the gold answer (the gold answer is kept): %s",
+                    dataset, split, len(items), shown)
 
 
 def agrees(value: Fraction | float, gold: str | float) -> bool:

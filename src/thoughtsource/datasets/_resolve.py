@@ -160,11 +160,15 @@ def download(source: SourceFile, target: Path, *, timeout: float = 60.0, show_pr
                 digest.update(chunk)
     headers = {"Range": f"bytes={have}-"} if have else {}
     with httpx.Client(follow_redirects=True, timeout=timeout) as client, client.stream("GET", source.url, headers=headers) as r:
-        if r.status_code == 416 and have and have == source.size:
-            pass  # the part file is already complete
+        if r.status_code == 416 and have and have != source.size:
+            stale = True  # the part file does not belong to this file: start again below
+        elif r.status_code == 416 and have:
+            stale = False  # the part file is already complete
         elif r.status_code == 206 and have:
+            stale = False
             log.info("resuming %s at byte %d", source.name, have)
         elif r.status_code == 200:
+            stale = False
             if have:
                 log.info("server ignored the Range request for %s; downloading from the start", source.name)
             have = 0
@@ -181,6 +185,10 @@ def download(source: SourceFile, target: Path, *, timeout: float = 60.0, show_pr
                     bar.advance(task, len(chunk))
                 fh.flush()
                 os.fsync(fh.fileno())
+    if stale:
+        log.info("discarding %s: the server has no bytes after its end", part)
+        part.unlink()
+        return download(source, target, timeout=timeout, show_progress=show_progress)
     got = digest.hexdigest()
     if pinned(source) and got != source.sha256:
         size = part.stat().st_size
@@ -205,8 +213,6 @@ def resolve(
     Optional files are included when present locally and never downloaded here.  Missing required files
     are downloaded (unless offline); failures are collected and reported together in one DataError.
     """
-    import httpx
-
     wanted: dict[str, SourceFile] = {}
     for split in splits:
         for s in spec.sources_for(split):
@@ -222,6 +228,8 @@ def resolve(
         elif not download_missing or offline():
             missing.append((source, "downloads disabled" if not download_missing else "offline ($THOUGHTSOURCE_OFFLINE)"))
         else:
+            import httpx  # only when something has to be downloaded
+
             try:
                 path = download(source, download_dir() / source.name)
                 found[name] = (path, verify(path, source))

@@ -18,7 +18,17 @@ from pathlib import Path
 from ..errors import DataError
 from ..schema import Sample
 from ._base import DatasetSpec, SourceFile
-from ._parse import agrees, equation_cot, evaluate, format_number, join_body_question, leading_number, parse_infix
+from ._parse import (
+    agrees,
+    equation_cot,
+    evaluate,
+    format_number,
+    join_body_question,
+    leading_number,
+    parse_infix,
+    warn_disagreements,
+)
+from ._records import Where
 
 log = logging.getLogger(__name__)
 
@@ -57,16 +67,16 @@ SPEC = DatasetSpec(
 )
 
 
-def _text(problem: ET.Element, tag: str, path: Path, rid: str, split: str) -> str:
+def _text(problem: ET.Element, tag: str, where: Where) -> str:
     node = problem.find(tag)
     if node is None or node.text is None or not node.text.strip():
-        raise DataError("required element is missing or empty", path=str(path), dataset="asdiv", split=split, record=rid,
-                        field=tag)
+        raise where.error(f"required element <{tag}> is missing or empty", field=tag)
     return node.text.strip()
 
 
 def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
     subset: set[str] = set()
+    disagree: list[str] = []
     for i in range(len(_FOLDS)):
         fold = files[f"asdiv/nfolds/asdiv-a/fold{i}.txt"]
         subset.update(line.strip() for line in fold.read_text(encoding="utf-8").splitlines() if line.strip())
@@ -85,28 +95,27 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         if rid not in subset:
             continue
         seen.add(rid)
-        body = _text(problem, "Body", path, rid, split)
-        question = _text(problem, "Question", path, rid, split)
-        answer_text = _text(problem, "Answer", path, rid, split)
-        formula = _text(problem, "Formula", path, rid, split)
-        solution_type = _text(problem, "Solution-Type", path, rid, split)
+        where = Where("asdiv", split, str(path), record=rid)
+        body = _text(problem, "Body", where)
+        question = _text(problem, "Question", where)
+        answer_text = _text(problem, "Answer", where)
+        formula = _text(problem, "Formula", where)
+        solution_type = _text(problem, "Solution-Type", where)
         answer = leading_number(answer_text)
         if answer is None:
-            raise DataError(f"Answer does not start with a number: {answer_text!r}", path=str(path), dataset="asdiv",
-                            split=split, record=rid, field="Answer")
+            raise where.error(f"Answer does not start with a number: {answer_text!r}", field="Answer")
         lhs, _, rhs = formula.partition("=")
         remainder = " r" in rhs
         try:
             expr = parse_infix(lhs)
             value = evaluate(expr)
         except ValueError as e:
-            raise DataError(str(e), path=str(path), dataset="asdiv", split=split, record=rid, field="Formula") from None
+            raise where.error(str(e), field="Formula") from None
         cot = equation_cot(expr, remainder=remainder)
         if remainder and solution_type == "Ceil-Division":
             cot.append(f"Since there is a remainder, we round up to {format_number(answer)}.")
         elif not remainder and not agrees(value, answer):
-            log.warning("%s: asdiv/%s/%s: formula %r gives %s but the gold Answer is %s; keeping the gold answer",
-                        path, split, rid, formula, format_number(value), answer)
+            disagree.append(f"{rid} ({formula!r} gives {format_number(value)}, gold {answer})")
         yield Sample(
             id=rid,
             question=join_body_question(body, question),
@@ -114,6 +123,7 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             cot=cot,
             answer=[format_number(answer)],
         )
+    warn_disagreements(log, "asdiv", split, disagree)
     missing = subset - seen
     if missing:
         raise DataError(f"{len(missing)} ASDiv-A id(s) of the fold files are not in the corpus: {sorted(missing)[:10]}",

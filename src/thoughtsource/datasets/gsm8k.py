@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import DataError
 from ..schema import Sample
 from ._base import DatasetSpec, SourceFile
-from ._parse import clean_number, iter_jsonl, require, split_lines, strip_calculator
+from ._parse import clean_number, split_lines, strip_calculator
+from ._records import iter_jsonl, require
 
 _REPO = "https://raw.githubusercontent.com/openai/grade-school-math/3101c7d5072418e28b9008a6636bde82a006892c"
 
@@ -47,20 +47,18 @@ SPEC = DatasetSpec(
 
 def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
     path = files[f"gsm8k/{split}.jsonl"]
-    for lineno, rec in iter_jsonl(path, dataset="gsm8k", split=split):
-        rid = f"gsm8k-{split}-{lineno}"
-        where = {"path": path, "record_id": rid, "line": lineno, "dataset": "gsm8k", "split": split}
-        question = require(rec, "question", types=str, **where)
-        solution = require(rec, "answer", types=str, **where)
+    for where, rec in iter_jsonl(path, "gsm8k", split):
+        rid = f"gsm8k-{split}-{where.line}"
+        where = where.at(record=rid)
+        question = require(rec, "question", where, str)
+        solution = require(rec, "answer", where, str)
         steps, sep, final = solution.rpartition("####")
         if not sep:
-            raise DataError("solution has no '#### <answer>' line", path=str(path), line=lineno, dataset="gsm8k",
-                            split=split, record=rid, field="answer")
+            raise where.error("solution has no '#### <answer>' line", field="answer")
         try:
             answer = clean_number(final.strip())
         except ValueError:
-            raise DataError(f"the text after '####' is not a number: {final.strip()!r}", path=str(path), line=lineno,
-                            dataset="gsm8k", split=split, record=rid, field="answer") from None
+            raise where.error(f"the text after '####' is not a number: {final.strip()!r}", field="answer") from None
         yield Sample(
             id=rid,
             question=question.strip(),

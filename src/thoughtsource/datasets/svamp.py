@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import DataError
-from ..io import read_json
 from ..schema import Sample
 from ._base import DatasetSpec, SourceFile
-from ._parse import agrees, equation_cot, evaluate, format_number, join_body_question, parse_infix, require
+from ._parse import agrees, equation_cot, evaluate, format_number, join_body_question, parse_infix, warn_disagreements
+from ._records import Where, load_json, require
 
 log = logging.getLogger(__name__)
 
@@ -46,29 +46,26 @@ SPEC = DatasetSpec(
 
 def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
     path = files["svamp/SVAMP.json"]
-    records = read_json(path)
+    disagree: list[str] = []
+    records = load_json(path, "svamp", split)
     if not isinstance(records, list):
         raise DataError(f"expected a JSON array of problems, got {type(records).__name__}", path=str(path))
     for i, rec in enumerate(records):
-        rid = rec.get("ID") if isinstance(rec, dict) and isinstance(rec.get("ID"), str) else f"#{i}"
-        where = {"path": path, "record_id": rid, "dataset": "svamp", "split": split}
-        if not isinstance(rec, dict):
-            raise DataError(f"expected a problem object, got {type(rec).__name__}", path=str(path), dataset="svamp",
-                            split=split, record=rid)
-        require(rec, "ID", types=str, **where)
-        body = require(rec, "Body", types=str, **where)
-        question = require(rec, "Question", types=str, **where)
-        equation = require(rec, "Equation", types=str, **where)
-        answer = require(rec, "Answer", types=(int, float), **where)
+        where = Where("svamp", split, str(path), record=f"#{i}")
+        rid = require(rec, "ID", where, str)
+        where = where.at(record=rid)
+        body = require(rec, "Body", where, str)
+        question = require(rec, "Question", where, str)
+        equation = require(rec, "Equation", where, str)
+        answer = require(rec, "Answer", where, (int, float))
         try:
             expr = parse_infix(equation)
             value = evaluate(expr)
         except ValueError as e:
-            raise DataError(str(e), path=str(path), dataset="svamp", split=split, record=rid, field="Equation") from None
+            raise where.error(str(e), field="Equation") from None
         if not agrees(value, answer):
             # The gold answer is kept as published (chal-680: equation gives 5, Answer says 1); see docs/datasets.md.
-            log.warning("%s: svamp/%s/%s: equation %r gives %s but the gold Answer is %s; keeping the gold answer",
-                        path, split, rid, equation, format_number(value), format_number(answer))
+            disagree.append(f"{rid} ({equation!r} gives {format_number(value)}, gold {format_number(answer)})")
         yield Sample(
             id=rid,
             question=join_body_question(body, question),
@@ -76,3 +73,4 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             cot=equation_cot(expr),
             answer=[format_number(answer)],
         )
+    warn_disagreements(log, "svamp", split, disagree)
