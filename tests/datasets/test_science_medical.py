@@ -155,7 +155,7 @@ def test_worldtree_counts_and_records(data_dir: Path, load_split) -> None:
     assert counts == {"train": 2207, "validation": 496, "test": 1664}  # = Table 6's 4,367
     test = load_split("worldtree", "test")
     s = test[2]
-    assert (s.id, s.ref_id) == ("2", test_rows[2]["QuestionID"]) == ("2", "Mercury_SC_401620")
+    assert (s.id, s.ref_id) == ("worldtree_test_2", test_rows[2]["QuestionID"]) == ("worldtree_test_2", "Mercury_SC_401620")
     assert s.question == "Which event occurs once per day?"
     assert s.choices == ["The Moon rises.", "The new Moon occurs.", "The Moon cycles through its phases.",
                          "The Moon passes in front of the Sun."]
@@ -184,7 +184,7 @@ def test_med_qa_test_split_matches_raw(data_dir: Path, load_split) -> None:
     assert len(samples) == len(raw) == 1273
     for i in (0, 2, 1272):
         s, r = samples[i], raw[i]
-        assert s.id == str(i)
+        assert s.id == f"med_qa_test_{i}"
         assert s.question == " ".join(r["question"].split())
         assert s.choices == [r["options"][k] for k in "ABCD"]
         assert s.answer == [r["options"][r["answer_idx"]]] == [r["answer"]]

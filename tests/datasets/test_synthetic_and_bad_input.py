@@ -52,7 +52,7 @@ def test_open_book_qa_on_synthetic_fixture(obqa_zip: Path) -> None:
     assert counts == {"train": 2, "validation": 1, "test": 3}
     test = list(open_book_qa.convert(files, "test"))
     s = test[1]
-    assert (s.id, s.ref_id) == ("1", "9-302")  # position, as the published files; the OBQA id as ref_id
+    assert (s.id, s.ref_id) == ("open_book_qa_test_1", "9-302")  # position, as the published files; the OBQA id as ref_id
     assert s.question == "A compass needle points toward"
     assert s.choices == ["the Moon", "magnetic north", "the nearest river", "the Sun"]
     assert s.answer == ["magnetic north"]

@@ -11,6 +11,7 @@ The CommonsenseQA test split has no public answers and no ECQA explanations.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 
 from ..schema import Sample
@@ -71,20 +72,28 @@ def ecqa_cot(explanation: str) -> list[str]:
     return [sentence(s) for s in split_sentences(explanation)]
 
 
-def read_ecqa(files: dict[str, Path], split: str) -> dict[str, list[str]]:
+def read_ecqa(files: dict[str, Path], split: str) -> dict[str, tuple[str, ...]]:
     """CommonsenseQA id → reference CoT from the ECQA CSVs present in ``files``."""
-    out: dict[str, list[str]] = {}
+    out: dict[str, tuple[str, ...]] = {}
     for name in ECQA_FILES:
         path = files.get(name)
-        if path is None:
-            continue
-        for where, row in iter_csv(path, SPEC.name, split, required=("q_no", "taskB")):
-            qid = (row.get("q_no") or "").strip()
-            if not qid:
-                raise where.error("required field is missing", field="q_no")
-            explanation = (row.get("taskB") or "").strip()
-            if explanation:
-                out[qid] = ecqa_cot(explanation)
+        if path is not None:
+            st = path.stat()
+            out.update(_read_ecqa_csv(path, st.st_size, st.st_mtime_ns))
+    return out
+
+
+@lru_cache(maxsize=4)
+def _read_ecqa_csv(path: Path, size: int, mtime_ns: int) -> dict[str, tuple[str, ...]]:
+    """One ECQA CSV, parsed once per process (train and validation both need it); size/mtime key the cache."""
+    out: dict[str, tuple[str, ...]] = {}
+    for where, row in iter_csv(path, SPEC.name, "ecqa", required=("q_no", "taskB")):
+        qid = (row.get("q_no") or "").strip()
+        if not qid:
+            raise where.error("required field is missing", field="q_no")
+        explanation = (row.get("taskB") or "").strip()
+        if explanation:
+            out[qid] = tuple(ecqa_cot(explanation))
     return out
 
 
@@ -94,7 +103,7 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         yield _sample(rec, where, ecqa, split)
 
 
-def _sample(rec: dict, where: Where, ecqa: dict[str, list[str]], split: str) -> Sample:
+def _sample(rec: dict, where: Where, ecqa: dict[str, tuple[str, ...]], split: str) -> Sample:
     qid = str(require(rec, "id", where, str))
     where = where.at(record=qid)
     question = require(rec, "question", where, dict)
@@ -112,4 +121,4 @@ def _sample(rec: dict, where: Where, ecqa: dict[str, list[str]], split: str) -> 
             raise where.error(f"answer key {key!r} is not one of the choice labels {labels}", field="answerKey")
         answer = [texts[labels.index(key)]]
     return Sample(id=qid, ref_id="", question=stem, type="multiplechoice", choices=texts, context="",
-                  cot=ecqa.get(qid, []), answer=answer)
+                  cot=list(ecqa.get(qid, ())), answer=answer)

@@ -7,7 +7,8 @@ test file (1,273 questions) could be obtained, byte-exact from a GitHub copy, so
 ThoughtSource used the 5-option ``US/test.jsonl``: same questions in the same order, one more distractor.
 No reference CoT exists.
 
-Ids: the 0-based line position, as in ThoughtSource's published files.
+Ids: ``med_qa_test_<0-based line position>``, the scheme of the final ThoughtSource release
+(ThoughtSource-100 lists ``med_qa_test_2``; older published files wrote just "2").
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ SPEC = DatasetSpec(
                    "https://raw.githubusercontent.com/Taewhoo/BioRAG/fdb2e334aa08ad6fc3e3fefd91e409961ebf3e0b/phrases_no_exclude_test.jsonl",
                    "2e51d17d47099a72c4eea6b6a3307de71360333e0c99beb1d53d7a42834cacc4", 2075680, "jsonl", ("test",)),
     ),
-    converter_version=1,
+    converter_version=2,
     counts={"test": 1273},
     paper_counts={"total": 12723, "test": 1273},
 )
@@ -54,5 +55,5 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         key = str(require(rec, "answer_idx", where, str)).strip()
         if key not in options:
             raise where.error(f"answer_idx {key!r} is not one of the option keys {labels}", field="answer_idx")
-        yield Sample(id=str(index), ref_id="", question=squash(require(rec, "question", where, str)), type="multiplechoice",
+        yield Sample(id=f"{SPEC.name}_{split}_{index}", ref_id="", question=squash(require(rec, "question", where, str)), type="multiplechoice",
                      choices=choices, context="", cot=[], answer=[choices[labels.index(key)]])

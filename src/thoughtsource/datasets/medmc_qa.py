@@ -42,6 +42,7 @@ SPEC = DatasetSpec(
         SourceFile(ARCHIVE, "https://drive.google.com/uc?export=download&id=15VkJdq5eyWIkfb_aoD3oS8i4tScbHYky", "", 0, "zip"),
     ),
     converter_version=1,
+    counts={"train": 182822, "validation": 4183, "test": 6150},  # as documented by the authors; not verifiable here
     paper_counts={"total": 193155},
     verified_on_real_data=False,
 )

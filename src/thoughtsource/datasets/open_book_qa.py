@@ -5,8 +5,9 @@ one JSON object per line: ``id``, ``question`` {``stem``, ``choices`` [{``label`
 ``answerKey``, ``fact1`` (the core science fact), ``humanScore``, ``clarity``, ``turkIdAnonymized``.
 Reference CoT: ``fact1`` as one sentence.
 
-Ids: the 0-based line position, as in ThoughtSource's published files (their ``open_book_qa/test`` id
-"0" is the first test question); ``ref_id`` is the OpenBookQA id (e.g. "8-343").
+Ids: ``open_book_qa_<split>_<0-based line position>``, the scheme of the final ThoughtSource release
+(ThoughtSource-100 lists ``open_book_qa_test_0``, the first test question; older files wrote "0");
+``ref_id`` is the OpenBookQA id (e.g. "8-343").
 
 NOT VERIFIED ON REAL DATA: the archive could not be obtained here (its checksum is unknown, so ``sha256``
 is empty); the converter is tested on a synthetic fixture in the documented format
@@ -46,7 +47,8 @@ SPEC = DatasetSpec(
         SourceFile(ARCHIVE, "https://ai2-public-datasets.s3.amazonaws.com/open-book-qa/OpenBookQA-V1-Sep2018.zip", "", 0, "zip"),
     ),
     converter_version=1,
-    paper_counts={"train": 4957, "validation": 500, "test": 500},
+    counts={"train": 4957, "validation": 500, "test": 500},  # as documented by the authors; not verifiable here
+    paper_counts={"total": 5957},
     verified_on_real_data=False,
 )
 
@@ -68,6 +70,6 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         if key not in labels:
             raise where.error(f"answer key {key!r} is not one of the choice labels {labels}", field="answerKey")
         fact = squash(str(require(rec, "fact1", where, str)))
-        yield Sample(id=str(index), ref_id=source_id, question=squash(require(question, "stem", where, str)),
+        yield Sample(id=f"{SPEC.name}_{split}_{index}", ref_id=source_id, question=squash(require(question, "stem", where, str)),
                      type="multiplechoice", choices=choices, context="", cot=[sentence(fact)] if fact else [],
                      answer=[choices[labels.index(key)]])

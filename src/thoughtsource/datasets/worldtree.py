@@ -9,8 +9,9 @@ Choices are parsed from the question text ("... (A) x (B) y"); the answer is the
 table with the ``[SKIP]`` columns dropped and, in cells that list alternatives ("celestial object; celestial
 body"), the first alternative kept (as ThoughtSource did).
 
-Ids: the 0-based position of the question in its split file, as in ThoughtSource's published files
-(their ``worldtree/test`` id "2" is the third test question); ``ref_id`` is the WorldTree ``QuestionID``.
+Ids: ``worldtree_<split>_<0-based position in the split file>``, the scheme of the final ThoughtSource
+release (ThoughtSource-100 lists ``worldtree_test_2``, the third test question; older published files
+wrote just "2"); ``ref_id`` is the WorldTree ``QuestionID``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from ..schema import Sample
 from ._base import DatasetSpec, SourceFile
 from ._records import Where, iter_tsv, open_zip, read_member, require
-from ._text import sentence, squash
+from ._text import detokenize, sentence, squash
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ SPEC = DatasetSpec(
                    "https://raw.githubusercontent.com/aayushee/Textgraphs/411bb33f1af9b1d458c3b7d0315e4f6244dfcc3b/questions/questions.test.tsv",
                    "7155d51679cb7e01ffecc1f92b10ad188638a5d4d75414e7c7e907fd01cad851", 774636, "tsv", ("test",)),
     ),
-    converter_version=1,
+    converter_version=3,
     counts={"train": 2207, "validation": 496, "test": 1664},
     paper_counts={"train": 2207, "validation": 496, "test": 1664},
 )
@@ -129,10 +130,10 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         for item in (row.get("explanation") or "").split():
             uid = item.split("|")[0]
             if uid in facts:
-                cot.append(sentence(facts[uid]))
+                cot.append(sentence(detokenize(facts[uid])))
             else:
                 unresolved += 1
-        yield Sample(id=str(index), ref_id=qid, question=stem, type="multiplechoice", choices=choices, context="",
+        yield Sample(id=f"{SPEC.name}_{split}_{index}", ref_id=qid, question=stem, type="multiplechoice", choices=choices, context="",
                      cot=cot, answer=[choices[labels.index(key)]])
     if unresolved:
         log.info("worldtree/%s: %d explanation fact ids not found in the tables were left out", split, unresolved)
