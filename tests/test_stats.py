@@ -283,3 +283,16 @@ def test_unique_sorted_equals_numpy_unique():
     for values in (np.empty(0, dtype=np.uint64), np.array([7], dtype=np.uint64),
                    rng.integers(0, 50, 1000).astype(np.uint64), rng.integers(0, 2**63, 5000, dtype=np.uint64)):
         assert np.array_equal(stats.unique_sorted(values), np.unique(values))
+
+
+def test_cli_keeps_hand_written_notes(examples_dir: Path, tmp_path: Path):
+    from thoughtsource.cli.stats import NOTES_MARKER
+
+    args = ["stats", "--file", str(examples_dir / "annotated" / "annotated_set.json"), "--out", str(tmp_path), "--no-plots", "--no-json"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    md = tmp_path / "stats.md"
+    md.write_text(md.read_text() + f"\n{NOTES_MARKER}\n## Notes\nkeep me\n")
+    assert CliRunner().invoke(app, [*args, "--n", "2"]).exit_code == 0
+    text = md.read_text()
+    assert "2-gram overlap" in text and text.count("keep me") == 1 and text.rstrip().endswith("keep me")
+    assert not (tmp_path / "stats.json").exists()

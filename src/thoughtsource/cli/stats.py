@@ -15,6 +15,8 @@ from ..console import console
 
 log = logging.getLogger(__name__)
 
+NOTES_MARKER = "<!-- hand-written notes below: kept when stats.md is regenerated -->"
+
 
 class TokenizerName(str, Enum):
     word = "word"
@@ -68,6 +70,11 @@ def stats(
         report.timings["plots"] = time.perf_counter() - t1
     command = "thoughtsource " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv and "thoughtsource" in sys.argv[0] else None
     text = render_markdown(report, images, title=title, command=command)
+    previous = out / "stats.md"
+    if previous.exists():  # keep a hand-written tail: everything from the marker line on
+        old = previous.read_text(encoding="utf-8")
+        if NOTES_MARKER in old:
+            text += "\n" + old[old.index(NOTES_MARKER):]
     with atomic_write(out / "stats.md") as fh:
         fh.write(text)
     if json_out:
