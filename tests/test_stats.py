@@ -296,3 +296,17 @@ def test_cli_keeps_hand_written_notes(examples_dir: Path, tmp_path: Path):
     text = md.read_text()
     assert "2-gram overlap" in text and text.count("keep me") == 1 and text.rstrip().endswith("keep me")
     assert not (tmp_path / "stats.json").exists()
+
+
+def test_empty_and_tiny_collections(tmp_path: Path):
+    from thoughtsource import stats_plots
+
+    empty = stats.compute_stats(Collection(), progress=False)
+    assert empty.counts.empty and empty.length_summary.empty and "median" in empty.length_summary.columns
+    tiny = Collection(data={"x": {"train": [], "test": [Sample(id="1", question="Why?", type="text")]}})
+    r = stats.compute_stats(tiny, progress=False)
+    assert r.counts.set_index("split").loc["train", "samples"] == 0
+    assert r.length_summary.set_index("split").loc["test", "max"] == 1
+    row = r.overlap["question"].iloc[0]
+    assert row.ngrams_a == 0 and math.isnan(row.overlap_coefficient)  # a 1-token question has no 3-grams
+    assert len(stats_plots.write_all(r, tmp_path)) == 4

@@ -287,13 +287,16 @@ def count_table(collection: Collection) -> pd.DataFrame:
 
 def summarize_lengths(lengths: pd.DataFrame) -> pd.DataFrame:
     """min / quantiles / mean / max of ``length`` per dataset, split and field, plus split ``"all"``."""
+    qcols = [f"q{round(p * 100):02d}" for p in QUANTILES]
+    order = ["dataset", "split", "field", "n", "min", *qcols, "mean", "max"]
+    if lengths.empty:
+        return pd.DataFrame(columns=order).rename(columns={"q50": "median"})
     both = pd.concat([lengths, lengths.assign(split="all")], ignore_index=True)
     g = both.groupby(["dataset", "split", "field"], sort=False)["length"]
     out = g.agg(n="size", min="min", mean="mean", max="max")
     q = g.quantile(list(QUANTILES)).unstack()
-    q.columns = [f"q{round(p * 100):02d}" for p in QUANTILES]
+    q.columns = qcols
     out = out.join(q).reset_index()
-    order = ["dataset", "split", "field", "n", "min", *q.columns, "mean", "max"]
     out = out[order].rename(columns={"q50": "median"})
     return out
 
@@ -364,7 +367,7 @@ def compute_stats(
     timings["summaries"] = time.perf_counter() - t3
     t4 = time.perf_counter()
     overlap = {f: pairwise_overlap(sets) for f, sets in ngram_sets.items()}
-    timings["overlap"] = time.perf_counter() - t4 + t_ngram
+    timings["pairs"] = time.perf_counter() - t4
     report = StatsReport(
         tokenizer=tok.name, n=n, counts=counts, lengths=lengths, length_summary=summary,
         vocabulary=pd.DataFrame(vocab_rows, columns=["dataset", "tokens", "vocabulary"]), overlap=overlap, timings=timings,
