@@ -231,7 +231,8 @@ def test_cli_writes_tables_and_figures(examples_dir: Path, tmp_path: Path):
     out = tmp_path / "out"
     r = CliRunner().invoke(app, [
         "stats", "--file", str(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json"),
-        "--file", str(examples_dir / "annotated" / "annotated_set.json"), "--out", str(out), "--img-dir", "img", "--svg", "--n", "2",
+        "--file", str(examples_dir / "annotated" / "annotated_set.json"), "--file", str(examples_dir / "annotated" / "medical_incorrect_1.json"),
+        "--out", str(out), "--img-dir", "img", "--svg", "--n", "2",
     ])
     assert r.exit_code == 0, r.output
     text = (out / "stats.md").read_text()
@@ -240,9 +241,12 @@ def test_cli_writes_tables_and_figures(examples_dir: Path, tmp_path: Path):
         assert (out / "img" / f"stats_{name}.png").stat().st_size > 5_000
         assert (out / "img" / f"stats_{name}.svg").exists()
         assert f"(img/stats_{name}.png)" in text
-    data = json.loads((out / "stats.json").read_text())
+    data = json.loads((out / "stats.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert data["n"] == 2 and data["tokenizer"] == "word"
-    assert {r["dataset"] for r in data["counts"]} == {"worldtree", "commonsense_qa", "strategy_qa", "open_book_qa"}
+    assert {r["dataset"] for r in data["counts"]} == {"worldtree", "commonsense_qa", "strategy_qa", "open_book_qa", "med_qa"}
+    # MedQA has no reference CoTs: its CoT overlap is undefined, written as null
+    med = [p for p in data["overlap"]["cot"] if "med_qa" in (p["dataset_a"], p["dataset_b"])]
+    assert med and all(p["overlap_coefficient"] is None for p in med)
     assert any(r["field"] == "generated_cot" for r in data["length_summary"])
     r = CliRunner().invoke(app, ["stats", "--file", str(examples_dir / "annotated" / "annotated_set.json"), "--out", str(out), "--tokenizer", "spacy"])
     assert r.exit_code != 0

@@ -80,14 +80,19 @@ def stats(
     if json_out:
         write_json(out / "stats.json", {
             "tokenizer": report.tokenizer, "n": report.n,
-            "counts": report.counts.to_dict("records"),
-            "length_summary": report.length_summary.to_dict("records"),
-            "vocabulary": report.vocabulary.to_dict("records"),
-            "overlap": {f: df.to_dict("records") for f, df in report.overlap.items()},
+            "counts": _records(report.counts),
+            "length_summary": _records(report.length_summary),
+            "vocabulary": _records(report.vocabulary),
+            "overlap": {f: _records(df) for f, df in report.overlap.items()},
             "timings": report.timings,
         })
     console.print(f"wrote {out / 'stats.md'}" + (f", {out / 'stats.json'}" if json_out else "") + (f" and {len(images)} figure(s)" if images else "")
                   + f" in {time.perf_counter() - t0:.1f} s", highlight=False)
+
+
+def _records(df) -> list[dict]:
+    """Rows as dicts with NaN as None, so stats.json is strict JSON (an undefined overlap is null)."""
+    return df.astype(object).where(df.notna(), None).to_dict("records")
 
 
 def _load(names: list[str], files: list[Path], data_dir: Path | None, explicit: bool, split: str | None = None):
