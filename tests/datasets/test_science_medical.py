@@ -219,3 +219,27 @@ def test_qed_specific_sentences(load_split) -> None:
     spike = samples["-8463303168185775472"]
     assert spike.cot[-1] == "The noun phrase tom and jerry in the question is implicit in the sentence."
     assert samples["-1640714294501064196"].answer == ["291", "291 episodes"]  # the repeated "291" kept once
+
+
+@pytest.mark.parametrize(("split", "member", "index"), [("train", "questions.train.tsv", 5), ("validation", "questions.dev.tsv", 0),
+                                                        ("validation", "questions.dev.tsv", 495)])
+def test_worldtree_record_matches_raw(split: str, member: str, index: int, data_dir: Path, load_split) -> None:
+    with zipfile.ZipFile(data_dir / "worldtree/tg2020task-dataset.zip") as z:
+        row = _wt_rows(z.read(member).decode())[index]
+        facts: dict[str, str] = {}
+        for name in z.namelist():
+            if name.startswith("tables/") and name.endswith(".tsv"):
+                header, *rows = list(csv.reader(io.StringIO(z.read(name).decode()), delimiter="\t"))
+                uid = header.index("[SKIP] UID")
+                keep = [i for i, h in enumerate(header) if h and not h.startswith("[SKIP]")]
+                for r in rows:
+                    if len(r) > uid:
+                        facts[r[uid]] = " ".join(r[i].split(";")[0].strip() for i in keep if i < len(r) and r[i].strip())
+    s = load_split("worldtree", split)[index]
+    assert s.id == f"worldtree_{split}_{index}" and s.ref_id == row["QuestionID"]
+    parts = re.split(r"\s*\(([A-E1-5])\)\s+", row["question"])  # stem, label, text, label, text, ...
+    labels, texts = parts[1::2], [t.strip() for t in parts[2::2]]
+    assert s.question == parts[0].strip() and s.choices == texts
+    assert s.answer == [texts[labels.index(row["AnswerKey"])]]
+    uids = [x.split("|")[0] for x in row["explanation"].split()]
+    assert s.cot == [sentence(detokenize(" ".join(facts[u].split()))) for u in uids]
