@@ -102,6 +102,7 @@ _SEPARATOR = "*************************"
 _DATA_RE = re.compile(r"^(\d+)(?:st|nd|rd|th) data$")
 _SAMPLING_RE = re.compile(r"^\d+_th_sampling$")
 _ACCURACY_RE = re.compile(r"^accuracy : ([0-9.eE+-]+)\s*$")
+_CHOICE_RE = re.compile(r"\(([A-Z])\)\s*(.*?)(?=\s*\([A-Z]\)|\s*$)", re.S)
 _NS_ITEM_RE = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()]+(?:\(\))?)")
 
 
@@ -125,6 +126,20 @@ class KojimaRecord(BaseModel):
     @property
     def answer_type(self) -> AnswerType:
         return KOJIMA_DATASET_TYPES.get(self.dataset, "text")
+
+    @property
+    def choices(self) -> list[str]:
+        """The answer choices printed in the question ("Answer Choices: (A) 550 (B) 570 ..."), [] if none."""
+        _, sep, tail = self.question.rpartition("Answer Choices:")
+        if not sep:
+            return []
+        return [m.group(2).strip() for m in _CHOICE_RE.finditer(tail)]
+
+    @property
+    def question_text(self) -> str:
+        """The question without its printed answer choices."""
+        head, sep, _ = self.question.rpartition("Answer Choices:")
+        return head.rstrip() if sep else self.question
 
     @property
     def prompt_text(self) -> str:
