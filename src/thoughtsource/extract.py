@@ -106,7 +106,7 @@ _ANCHOR = re.compile(
     """,
     re.I | re.X | re.M,
 )
-_LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_.,–—]|-(?![\d$.]))*""")
+_LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d))*""")
 _SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
 _NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
 _TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
@@ -128,7 +128,7 @@ def _clean(text: str, source: Source) -> str:
     return text
 
 
-def _span(text: str, start: int) -> str:
+def _span(text: str, start: int, end_re: re.Pattern[str] | None = None) -> str:
     """The first sentence of ``text`` from ``start``, without leading punctuation."""
     chunk = text[start : start + 400]
     lead = _LEAD.match(chunk)
@@ -138,15 +138,15 @@ def _span(text: str, start: int) -> str:
         if cut and chunk[cut - 1] == "(":
             cut -= 1
         chunk = chunk[cut:]
-    m = _SPAN_END.search(chunk)
+    m = (end_re or _SPAN_END).search(chunk)
     return chunk[: m.start()] if m else chunk
 
 
-def _spans(text: str, source: Source) -> list[tuple[int, str]]:
+def _spans(text: str, source: Source, end_re: re.Pattern[str] | None = None) -> list[tuple[int, str]]:
     """(position, sentence) after each answer phrase, last phrase first."""
-    out: list[tuple[int, str]] = [(m.end(), _span(text, m.end())) for m in _ANCHOR.finditer(text)]
+    out: list[tuple[int, str]] = [(m.end(), _span(text, m.end(), end_re)) for m in _ANCHOR.finditer(text)]
     if source == "extraction":
-        out.insert(0, (0, _span(text, 0)))
+        out.insert(0, (0, _span(text, 0, end_re)))
     out.reverse()
     return out
 
@@ -459,7 +459,8 @@ def _extract_bool(text: str, mode: Mode, source: Source, ch: _Choices) -> Extrac
 
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation + "“”‘’")
-_ITEM_SPLIT = re.compile(r"\s*(?:[,;/\n]|\band\b|\s-\s|•)\s*", re.I)
+_ITEM_SPLIT = re.compile(r"\s*(?:[,;/\n]|\band\b|\s-\s|^\s*[-*•]\s|•)\s*", re.I | re.M)
+_LIST_END = re.compile(r"\.(?=\s|$)|\n\s*\n|\}")  # a collection may be a bulleted list over several lines
 
 
 def normalize_text(s: str) -> str:
@@ -518,7 +519,7 @@ def _items(span: str) -> frozenset[str]:
 
 
 def _extract_collection(text: str, mode: Mode, source: Source) -> Extraction:
-    for _, span in _spans(text, source):
+    for _, span in _spans(text, source, _LIST_END):
         items = _items(span)
         if items:
             return Extraction(items, "collection:after-phrase")
