@@ -39,13 +39,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import DataError
-from ..schema import Answer, AnswerType, GeneratedCot
+from ..schema import Answer, AnswerType, GeneratedCot, Sample
 
 __all__ = [
     "KOJIMA_DATASET_TYPES",
     "KojimaLog",
     "KojimaRecord",
     "read_kojima_log",
+    "log_to_samples",
     "read_kojima_log_file",
     "rescore_log",
     "to_generated_cot",
@@ -463,3 +464,32 @@ def rescore_log(log: KojimaLog, mode: str = "strict") -> RescoreResult:
         gained=gained,
         lost=lost,
     )
+
+
+def log_to_samples(log: KojimaLog) -> list[Sample]:
+    """ThoughtSource samples built from the log alone (question, printed choices, gold), each with its CoT.
+
+    For use without the source dataset (tests, benchmarks, demos); the datasets module attaches the
+    same CoTs to the real dataset samples instead.  Sample ids are ``<dataset>-<index>``; a
+    multiple-choice gold letter becomes the text of that choice.
+    """
+    t = KOJIMA_DATASET_TYPES.get(log.dataset, "text")
+    out: list[Sample] = []
+    for r in log.records:
+        choices = r.choices
+        gold = r.gold
+        if t == "multiplechoice" and choices and len(gold) == 1 and 0 <= ord(gold) - 65 < len(choices):
+            gold = choices[ord(gold) - 65]
+        elif t == "number":
+            gold = gold.replace(",", "")
+        out.append(
+            Sample(
+                id=f"{log.dataset}-{r.index}",
+                question=r.question_text,
+                type=t,
+                choices=choices,
+                answer=[gold],
+                generated_cot=[to_generated_cot(r, sample_id=f"{log.dataset}-{r.index}")],
+            )
+        )
+    return out
