@@ -64,6 +64,10 @@ Z95 = 1.959963984540054
 #: The columns that define one evaluated combination.
 COMBINATION = ["dataset", "split", "model", "instruction", "cot_trigger", "answer_extraction"]
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20, 40)
+_META = (
+    "dataset", "split", "sample_id", "type", "model", "instruction", "cot_trigger", "answer_extraction",
+    "cot_index", "cot_id", "answer_id", "source", "stored_correct",
+)  # fmt: skip
 
 
 def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -174,8 +178,13 @@ def evaluate_frame(
     modes: Sequence[Mode] = MODES,  # type: ignore[assignment]
     mode: Mode = "strict",
     ks: Sequence[int] | None = None,
+    memo: bool = True,
 ) -> Evaluation:
-    """Extract and score every answer in every mode; accuracy per combination; maj@k self-consistency."""
+    """Extract and score every answer in every mode; accuracy per combination; maj@k self-consistency.
+
+    ``memo`` reuses the extraction of a text already seen in this call (same text, type, choices,
+    source and mode), which is common with self-consistency samples and short extraction outputs.
+    """
     import pandas as pd
 
     from .collection import Collection
@@ -185,16 +194,13 @@ def evaluate_frame(
     for m in (*modes, mode):
         if m not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {m!r}")
-    cols: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "dataset", "split", "sample_id", "type", "model", "instruction", "cot_trigger", "answer_extraction",
-            "cot_index", "cot_id", "answer_id", "source", "mode", "pred", "rule", "correct", "f1", "stored_correct",
-        )
-    }  # fmt: skip
+    meta: dict[str, list[Any]] = {k: [] for k in _META}
+    per_mode: dict[str, dict[str, list[Any]]] = {m: {k: [] for k in ("pred", "rule", "correct", "f1")} for m in modes}
     values: dict[str, list[Any]] = {m: [] for m in modes}
     extractions: dict[str, list[Extraction]] = {m: [] for m in modes}
     gold_cache: dict[int, Any] = {}
+    cache: dict[tuple[Any, ...], Extraction] = {}
+    nan = math.nan
     for d, s, sample, ci, cot, ans in _iter_answers(collection):
         t = sample.type
         key = id(sample)
@@ -202,31 +208,31 @@ def evaluate_frame(
             gold_cache[key] = (tuple(sample.choices), gold_value(t, sample.answer, sample.choices))
         choices, gold = gold_cache[key]
         text, source = (ans.answer, "extraction") if ans.answer and ans.answer.strip() else (cot.cot, "cot")
-        mname = model_name(cot.model)
+        for k, v in zip(
+            _META,
+            (d, s, sample.id, t, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger),
+             str(ans.answer_extraction), ci, cot.id, ans.id, source, ans.correct_answer),
+            strict=True,
+        ):  # fmt: skip
+            meta[k].append(v)
         for m in modes:
-            e = extract(text, t, mode=m, choices=choices, source=source)  # type: ignore[arg-type]
-            ok = is_correct(e.value, t, gold)
-            cols["dataset"].append(d)
-            cols["split"].append(s)
-            cols["sample_id"].append(sample.id)
-            cols["type"].append(t)
-            cols["model"].append(mname)
-            cols["instruction"].append(str(cot.instruction))
-            cols["cot_trigger"].append(str(cot.cot_trigger))
-            cols["answer_extraction"].append(str(ans.answer_extraction))
-            cols["cot_index"].append(ci)
-            cols["cot_id"].append(cot.id)
-            cols["answer_id"].append(ans.id)
-            cols["source"].append(source)
-            cols["mode"].append(m)
+            ckey = (text, t, m, choices, source)
+            e = cache.get(ckey) if memo else None
+            if e is None:
+                e = extract(text, t, mode=m, choices=choices, source=source)  # type: ignore[arg-type]
+                if memo:
+                    cache[ckey] = e
+            cols = per_mode[m]
             cols["pred"].append(_fmt(e.value))
             cols["rule"].append(e.rule)
-            cols["correct"].append(ok)
-            cols["f1"].append(text_f1(str(e.value), gold) if t == "text" and e.value is not None and gold else math.nan)
-            cols["stored_correct"].append(ans.correct_answer)
+            cols["correct"].append(is_correct(e.value, t, gold))
+            cols["f1"].append(text_f1(str(e.value), gold) if t == "text" and e.value is not None and gold else nan)
             values[m].append(e.value)
             extractions[m].append(e)
-    answers = pd.DataFrame(cols)
+    base = pd.DataFrame(meta)
+    frames = [base.assign(mode=m, **per_mode[m]) for m in modes]
+    answers = pd.concat(frames, ignore_index=True) if frames else base
+    answers = answers[[*_META[:-1], "mode", "pred", "rule", "correct", "f1", "stored_correct"]]
     answers["stored_correct"] = answers["stored_correct"].astype(object)
     accuracy = _accuracy_table(answers)
     majority = _majority_table(answers, values, gold_cache, collection, ks)

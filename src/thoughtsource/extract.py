@@ -106,6 +106,8 @@ _ANCHOR = re.compile(
     """,
     re.I | re.X | re.M,
 )
+# Every answer phrase contains one of these (lower-case) strings; texts without any skip the regex.
+_ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with")
 _LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d))*""")
 _SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
 _NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
@@ -144,7 +146,11 @@ def _span(text: str, start: int, end_re: re.Pattern[str] | None = None) -> str:
 
 def _spans(text: str, source: Source, end_re: re.Pattern[str] | None = None) -> list[tuple[int, str]]:
     """(position, sentence) after each answer phrase, last phrase first."""
-    out: list[tuple[int, str]] = [(m.end(), _span(text, m.end(), end_re)) for m in _ANCHOR.finditer(text)]
+    low = text.lower()
+    if any(k in low for k in _ANCHOR_KEYS):
+        out: list[tuple[int, str]] = [(m.end(), _span(text, m.end(), end_re)) for m in _ANCHOR.finditer(text)]
+    else:
+        out = []
     if source == "extraction":
         out.insert(0, (0, _span(text, 0, end_re)))
     out.reverse()

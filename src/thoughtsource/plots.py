@@ -71,7 +71,9 @@ def plot_accuracy(
         hi = 100 * frame["ci_high"].to_numpy(dtype=float)
         ax.errorbar(acc, y, xerr=[acc - lo, hi - acc], fmt="o", color="#1f5fa8", ecolor="#7ea6d8", elinewidth=2, capsize=4)
         for yi, a, h, n in zip(y, acc, hi, frame["n"].tolist(), strict=True):
-            ax.annotate(f"{a:.1f}%  (n={n})", (min(h, 100), yi), xytext=(6, 0), textcoords="offset points", va="center", fontsize=9)
+            ax.annotate(
+                f"{a:.1f}%  (n={n})", (min(h, 100), yi), xytext=(6, 0), textcoords="offset points", va="center", fontsize=9
+            )
         ax.set_yticks(y)
         ax.set_yticklabels(labels, fontsize=9)
         ax.set_xlim(0, 115)
