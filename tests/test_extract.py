@@ -151,6 +151,7 @@ NUMBER: list[tuple[str, dict[str, Any], Any]] = [
     (" _____.", FLEX, NONE),
     ("  . \n\n15 + 30 + 60 = 105 pounds", {}, 105.0),
     (" \n$270 + 10 = 280$", {}, 280.0),
+    (" \n\n$$\nx = 80\n$$\n\nThere are 80 students at that grade level.", {}, 80.0),
     (": \n\nBob will need to spend $14.00 to buy enough popsicles.", {}, 14.0),
     # CoTs
     ("5 + 3 = 8. The answer is 8.", X, 8.0),

@@ -108,7 +108,7 @@ _ANCHOR = re.compile(
 )
 # Every answer phrase contains one of these (lower-case) strings; texts without any skip the regex.
 _ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with")
-_LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d))*""")
+_LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d)|\$(?![\d.-]))*""")
 _SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
 _NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
 _TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
