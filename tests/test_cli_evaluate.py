@@ -53,3 +53,20 @@ def test_bad_k_is_a_config_error(examples_dir: Path, tmp_path: Path) -> None:
     f = examples_dir / "model_runs" / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json"
     r = runner.invoke(app, ["evaluate", str(f), "--k", "a,b", "--out", str(tmp_path)])
     assert isinstance(r.exception, ConfigError)
+
+
+def test_evaluate_prints_self_consistency(tmp_path: Path) -> None:
+    from thoughtsource.schema import Answer, GeneratedCot, Sample
+
+    cots = [
+        GeneratedCot(id=f"c{i}", cot_trigger="kojima-01", cot="...", model="m", answers=[Answer(id=f"a{i}", answer=f" {v}.")])
+        for i, v in enumerate([3, 3, 4, 4, 3])
+    ]
+    f = tmp_path / "sc.json"
+    Collection(data={"toy": {"test": [Sample(id="q", question="?", type="number", answer=["3"], generated_cot=cots)]}}).dump(f)
+    r = runner.invoke(app, ["evaluate", str(f), "--k", "1,5", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    assert "maj@k" in r.output
+    maj = (tmp_path / "o" / "majority.csv").read_text().splitlines()
+    assert len(maj) == 1 + 2 * 2  # k in (1, 5) x 2 modes
+    assert any(",strict,5,1,1,1.0," in line for line in maj)  # maj@5 of [3, 3, 4, 4, 3] is 3: right

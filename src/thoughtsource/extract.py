@@ -320,16 +320,13 @@ def _letters(span: str, ch: _Choices, pattern: re.Pattern[str] = _LETTER) -> lis
     for m in pattern.finditer(span):
         kind = m.lastgroup
         letter = m.group(kind)  # type: ignore[arg-type]
-        if kind == "b":
-            # A bare capital "A"/"I" before a lower-case word is an article or a pronoun ("A dog", "I think"),
-            # unless the words are the text of that choice ("A motel room").
-            if letter in "AI" and _LOWER_WORD.match(span, m.end()):
-                idx = ord(letter) - 65
-                rest = normalize_text(span[m.end() :])
-                if not (idx < ch.n and ch.norms[idx] and rest.startswith(ch.norms[idx])):
-                    continue
-        elif letter.islower() and kind == "r" and whole.lower() != letter + ")":
-            pass  # "b)" is a letter in its wrapping
+        # A bare capital "A"/"I" before a lower-case word is an article or a pronoun ("A dog", "I think"),
+        # unless the words are the text of that choice ("A motel room").
+        if kind == "b" and letter in "AI" and _LOWER_WORD.match(span, m.end()):
+            idx = ord(letter) - 65
+            rest = normalize_text(span[m.end() :])
+            if not (idx < ch.n and ch.norms[idx] and rest.startswith(ch.norms[idx])):
+                continue
         idx = ord(letter.upper()) - 65
         if 0 <= idx < limit:
             out.append((m.start(), m.end(), letter.upper()))

@@ -65,7 +65,11 @@ def iter_jsonl(path: Path, dataset: str, split: str) -> Iterator[tuple[Where, di
             except json.JSONDecodeError as exc:
                 raise DataError(
                     f"invalid JSON ({exc.msg}); the file may be truncated or corrupt",
-                    path=str(path), line=lineno, column=exc.colno, dataset=dataset, split=split,
+                    path=str(path),
+                    line=lineno,
+                    column=exc.colno,
+                    dataset=dataset,
+                    split=split,
                 ) from None
             if not isinstance(record, dict):
                 raise where.error(f"expected a JSON object per line, got {type(record).__name__}")
@@ -81,11 +85,17 @@ def load_json(path: Path, dataset: str, split: str) -> Any:
     except json.JSONDecodeError as exc:
         raise DataError(
             f"invalid JSON ({exc.msg}); the file may be truncated or corrupt",
-            path=str(path), line=exc.lineno, column=exc.colno, dataset=dataset, split=split,
+            path=str(path),
+            line=exc.lineno,
+            column=exc.colno,
+            dataset=dataset,
+            split=split,
         ) from None
 
 
-def iter_tsv(text: str, path: str, dataset: str, split: str, required: tuple[str, ...] = ()) -> Iterator[tuple[Where, dict[str, str]]]:
+def iter_tsv(
+    text: str, path: str, dataset: str, split: str, required: tuple[str, ...] = ()
+) -> Iterator[tuple[Where, dict[str, str]]]:
     """(where, row) of a tab-separated file with a header line (CSV quoting rules, as the WorldTree files use)."""
     reader = csv.DictReader(io.StringIO(text), delimiter="\t")
     missing = [c for c in required if c not in (reader.fieldnames or [])]
@@ -111,7 +121,9 @@ def open_zip(path: Path, dataset: str, split: str) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
-        raise DataError(f"not a readable zip archive ({exc}); the file may be truncated", path=str(path), dataset=dataset, split=split) from None
+        raise DataError(
+            f"not a readable zip archive ({exc}); the file may be truncated", path=str(path), dataset=dataset, split=split
+        ) from None
 
 
 def read_member(archive: zipfile.ZipFile, member: str, path: Path, dataset: str, split: str) -> str:

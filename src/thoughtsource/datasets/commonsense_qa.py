@@ -47,18 +47,48 @@ SPEC = DatasetSpec(
     answer_type="multiplechoice",
     splits=("train", "validation", "test"),
     sources=(
-        SourceFile(SPLIT_FILES["train"], f"{_S3}/train_rand_split.jsonl",
-                   "58ffa3c8472410e24b8c43f423d89c8a003d8284698a6ed7874355dedd09a2fb", 3785890, "jsonl", ("train",)),
-        SourceFile(SPLIT_FILES["validation"], f"{_S3}/dev_rand_split.jsonl",
-                   "3210497fdaae614ac085d9eb873dd7f4d49b6f965a93adadc803e1229fd8a02a", 471653, "jsonl", ("validation",)),
-        SourceFile(SPLIT_FILES["test"], f"{_S3}/test_rand_split_no_answers.jsonl",
-                   "b426896d71a9cd064cf01cfaf6e920817c51701ef66028883ac1af2e73ad5f29", 423148, "jsonl", ("test",)),
-        SourceFile(ECQA_FILES[0], f"{_ECQA_CSV}/cqa_data_val.csv",
-                   "9ae7526e42dbf00dcfd988f4cf33795570b5c2aeb6bf6d87b987b07b7653af0d", 896537, "csv",
-                   ("train", "validation"), optional=True),
-        SourceFile(ECQA_FILES[1], f"{_ECQA_CSV}/cqa_data_test.csv",
-                   "da73defebf31fc39110bc62545bf20f1e5d4f229962f0c66507525e20354999f", 1791198, "csv",
-                   ("train", "validation"), optional=True),
+        SourceFile(
+            SPLIT_FILES["train"],
+            f"{_S3}/train_rand_split.jsonl",
+            "58ffa3c8472410e24b8c43f423d89c8a003d8284698a6ed7874355dedd09a2fb",
+            3785890,
+            "jsonl",
+            ("train",),
+        ),
+        SourceFile(
+            SPLIT_FILES["validation"],
+            f"{_S3}/dev_rand_split.jsonl",
+            "3210497fdaae614ac085d9eb873dd7f4d49b6f965a93adadc803e1229fd8a02a",
+            471653,
+            "jsonl",
+            ("validation",),
+        ),
+        SourceFile(
+            SPLIT_FILES["test"],
+            f"{_S3}/test_rand_split_no_answers.jsonl",
+            "b426896d71a9cd064cf01cfaf6e920817c51701ef66028883ac1af2e73ad5f29",
+            423148,
+            "jsonl",
+            ("test",),
+        ),
+        SourceFile(
+            ECQA_FILES[0],
+            f"{_ECQA_CSV}/cqa_data_val.csv",
+            "9ae7526e42dbf00dcfd988f4cf33795570b5c2aeb6bf6d87b987b07b7653af0d",
+            896537,
+            "csv",
+            ("train", "validation"),
+            optional=True,
+        ),
+        SourceFile(
+            ECQA_FILES[1],
+            f"{_ECQA_CSV}/cqa_data_test.csv",
+            "da73defebf31fc39110bc62545bf20f1e5d4f229962f0c66507525e20354999f",
+            1791198,
+            "csv",
+            ("train", "validation"),
+            optional=True,
+        ),
     ),
     converter_version=1,
     paper_counts={"train": 9741, "validation": 1221, "test": 1140},
@@ -110,5 +140,6 @@ def _sample(rec: dict, where: Where, ecqa: dict[str, list[str]], split: str) -> 
         if key not in labels:
             raise where.error(f"answer key {key!r} is not one of the choice labels {labels}", field="answerKey")
         answer = [texts[labels.index(key)]]
-    return Sample(id=qid, ref_id="", question=stem, type="multiplechoice", choices=texts, context="",
-                  cot=ecqa.get(qid, []), answer=answer)
+    return Sample(
+        id=qid, ref_id="", question=stem, type="multiplechoice", choices=texts, context="", cot=ecqa.get(qid, []), answer=answer
+    )

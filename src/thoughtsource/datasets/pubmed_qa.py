@@ -38,10 +38,16 @@ SPEC = DatasetSpec(
     answer_type="multiplechoice",
     splits=("train", "test"),
     sources=(
-        SourceFile(DATA, f"{_REPO}/ori_pqal.json", "8b3276be8942ebbd77f3ddcda12c1749bf0e490045a736fd8438ee40cf37a41d",
-                   2584787, "json"),
-        SourceFile(TEST_IDS, f"{_REPO}/test_ground_truth.json",
-                   "939fe566f09017d13b1ca64d2ddfee0bc2374b366048152997669cccedc44d51", 11414, "json"),
+        SourceFile(
+            DATA, f"{_REPO}/ori_pqal.json", "8b3276be8942ebbd77f3ddcda12c1749bf0e490045a736fd8438ee40cf37a41d", 2584787, "json"
+        ),
+        SourceFile(
+            TEST_IDS,
+            f"{_REPO}/test_ground_truth.json",
+            "939fe566f09017d13b1ca64d2ddfee0bc2374b366048152997669cccedc44d51",
+            11414,
+            "json",
+        ),
     ),
     converter_version=1,
     paper_counts={"total": 1000},
@@ -63,7 +69,12 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             raise where.error(f"expected one of {CHOICES}, got {decision!r}", field="final_decision")
         contexts = require(rec, "CONTEXTS", where, list)
         yield Sample(
-            id=pmid, ref_id=pmid, question=squash(require(rec, "QUESTION", where, str)), type="multiplechoice",
-            choices=list(CHOICES), context="\n".join(squash(str(c)) for c in contexts),
-            cot=[sentence(s) for s in split_sentences(require(rec, "LONG_ANSWER", where, str))], answer=[decision],
+            id=pmid,
+            ref_id=pmid,
+            question=squash(require(rec, "QUESTION", where, str)),
+            type="multiplechoice",
+            choices=list(CHOICES),
+            context="\n".join(squash(str(c)) for c in contexts),
+            cot=[sentence(s) for s in split_sentences(require(rec, "LONG_ANSWER", where, str))],
+            answer=[decision],
         )

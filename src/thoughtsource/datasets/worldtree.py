@@ -44,11 +44,21 @@ SPEC = DatasetSpec(
     answer_type="multiplechoice",
     splits=("train", "validation", "test"),
     sources=(
-        SourceFile(ARCHIVE, "https://github.com/cognitiveailab/tg2020task/releases/download/tg2020/tg2020task-dataset.zip",
-                   "63985c855088c33919012ed722c143bf1ff2381796771a008d6c8ea1dbcf607e", 957051, "zip"),
-        SourceFile(GOLD_TEST,
-                   "https://raw.githubusercontent.com/aayushee/Textgraphs/411bb33f1af9b1d458c3b7d0315e4f6244dfcc3b/questions/questions.test.tsv",
-                   "7155d51679cb7e01ffecc1f92b10ad188638a5d4d75414e7c7e907fd01cad851", 774636, "tsv", ("test",)),
+        SourceFile(
+            ARCHIVE,
+            "https://github.com/cognitiveailab/tg2020task/releases/download/tg2020/tg2020task-dataset.zip",
+            "63985c855088c33919012ed722c143bf1ff2381796771a008d6c8ea1dbcf607e",
+            957051,
+            "zip",
+        ),
+        SourceFile(
+            GOLD_TEST,
+            "https://raw.githubusercontent.com/aayushee/Textgraphs/411bb33f1af9b1d458c3b7d0315e4f6244dfcc3b/questions/questions.test.tsv",
+            "7155d51679cb7e01ffecc1f92b10ad188638a5d4d75414e7c7e907fd01cad851",
+            774636,
+            "tsv",
+            ("test",),
+        ),
     ),
     converter_version=1,
     paper_counts={"train": 2207, "validation": 496, "test": 1664},
@@ -91,7 +101,9 @@ def read_tables(archive_path: Path, split: str) -> dict[str, str]:
             try:
                 uid_col = header.index("[SKIP] UID")
             except ValueError:
-                raise Where(SPEC.name, split, f"{archive_path}:{member}", 1).error("table header has no '[SKIP] UID' column") from None
+                raise Where(SPEC.name, split, f"{archive_path}:{member}", 1).error(
+                    "table header has no '[SKIP] UID' column"
+                ) from None
             keep = [i for i, h in enumerate(header) if h.strip() and not h.startswith("[SKIP]")]
             for line in lines[1:]:
                 cells = line.rstrip("\r").split("\t")
@@ -131,7 +143,15 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
                 cot.append(sentence(facts[uid]))
             else:
                 unresolved += 1
-        yield Sample(id=str(index), ref_id=qid, question=stem, type="multiplechoice", choices=choices, context="",
-                     cot=cot, answer=[choices[labels.index(key)]])
+        yield Sample(
+            id=str(index),
+            ref_id=qid,
+            question=stem,
+            type="multiplechoice",
+            choices=choices,
+            context="",
+            cot=cot,
+            answer=[choices[labels.index(key)]],
+        )
     if unresolved:
         log.info("worldtree/%s: %d explanation fact ids not found in the tables were left out", split, unresolved)
