@@ -225,6 +225,8 @@ def _words_value(words: str) -> float:
     return float(total + current)
 
 
+_OPERATION = re.compile(r"\d\s*[-+*/x×÷]\s*[$]?\d|\d[^.\d]{0,25}?\b(?:times|plus|minus|divided\s+by|multiplied\s+by)\b", re.I)
+_RESULT = re.compile(r"\bequals?\b|\bequal\s+to\b|\bwhich\s+(?:is|gives|makes)\b|\bgives\b|,\s*or\b", re.I)
 _OR_NUMBER = re.compile(r"^\s*(?:or|and/or)\s+[-−$]?\d")
 
 
@@ -248,11 +250,16 @@ def _number_in_span(span: str) -> Extraction | None:
         tail = span.rsplit("=", 1)[1]
         if any(c.isdigit() for c in tail):
             span, rule = tail, "number:after-phrase-result"
+    elif _OPERATION.search(span):
+        # "23 + 18 + 28, which equals 69", "246 people times 4 sections, which is 984", "65899 + 119, or 65918"
+        marks = list(_RESULT.finditer(span))
+        if marks and any(c.isdigit() for c in span[marks[-1].end() :]):
+            span, rule = span[marks[-1].end() :], "number:after-phrase-result"
     for m in _NUM.finditer(span):
         value = _num_value(m)
         if value is None:
             continue
-        if _OR_NUMBER.match(span, m.end()) or _OR_NUMBER.match(span[m.end() :]):
+        if _OR_NUMBER.match(span[m.end() :]):
             other = _NUM.search(span, m.end())
             if other is not None and _num_value(other) != value:
                 return AMBIGUOUS
@@ -355,6 +362,9 @@ def _choice_text(span: str, ch: _Choices) -> Extraction | None:
     hits.sort()
     if len(hits) > 1 and _LIST_SEP.match(padded[hits[0][0] + hits[0][1] + 1 : hits[1][0]]):
         return AMBIGUOUS  # "wealth or get rich"
+    first = hits[0]
+    if first[0] > 25 and first[0] + first[1] + 2 < len(padded):
+        return None  # a choice's words in the middle of a sentence are not a stated answer (start or end only)
     if len(hits) == 1 or hits[0][0] == 0:
         return Extraction(chr(65 + hits[0][2]), "mc:choice-text")
     return AMBIGUOUS
@@ -409,6 +419,7 @@ def _extract_mc(text: str, mode: Mode, source: Source, ch: _Choices) -> Extracti
 
 _BOOL = re.compile(r"(?<![\w'-])(yes|no|true|false)(?![\w'-])", re.I)
 _NO_OK = re.compile(r"\s*(?:[.,;:!)]|$)")
+_NO_THEN = re.compile(r"\s+(?:it|they|he|she|this|that|there|because|since|as|not)\b", re.I)  # "No it would not"
 _NOT_BEFORE = re.compile(r"(?:\bnot|n't)\s+$", re.I)
 _BOOL_OR = re.compile(r"^\s*(?:,\s*)?(?:or|and|/)\s*$", re.I)
 
@@ -417,8 +428,10 @@ def _bools(span: str, sentence_start: bool) -> list[tuple[int, int, bool]]:
     out = []
     for m in _BOOL.finditer(span):
         word = m.group(1).lower()
-        if word == "no" and not (_NO_OK.match(span, m.end()) or (sentence_start and not span[: m.start()].strip())):
-            continue  # "there is no evidence"
+        if word == "no" and not (
+            _NO_OK.match(span, m.end()) or (sentence_start and not span[: m.start()].strip() and _NO_THEN.match(span, m.end()))
+        ):
+            continue  # "there is no evidence", "no one cuisine"
         value = BOOL_WORDS[word]
         if _NOT_BEFORE.search(span, 0, m.start()):
             value = not value  # "not true"
