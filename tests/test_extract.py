@@ -253,6 +253,9 @@ TEXT: list[tuple[str, dict[str, Any], Any]] = [
     ("", {}, NONE),
     (" the Eiffel Tower.", {}, "the Eiffel Tower"),
     ("Answer: New York City", X, "New York City"),
+    ('So, the answer is "s-a-a-s" (without the quotation marks).', X, "s-a-a-s"),
+    ('Therefore, the answer is "n-d-o-a", or "ndoa".', X, "n-d-o-a"),
+    (" “fnel”.", {}, "fnel"),
 ]
 
 COLLECTION: list[tuple[str, dict[str, Any], Any]] = [

@@ -518,9 +518,13 @@ def _last_line(text: str) -> str:
     return ""
 
 
+_QUOTED = re.compile(r"""[\s:*]*(?:"([^"\n]+)"|“([^”\n]+)”)""")
+
+
 def _extract_text(text: str, mode: Mode, source: Source) -> Extraction:
-    for _, span in _spans(text, source):
-        v = _text_value(span)
+    for pos, span in _spans(text, source):
+        q = _QUOTED.match(text, pos)  # a quoted answer ends at its closing quote: '"ndoa" (without the quotes)'
+        v = _text_value(q.group(1) or q.group(2)) if q else _text_value(span)
         if v is not None:
             return Extraction(v, "text:after-phrase")
     if mode == "flexible":
