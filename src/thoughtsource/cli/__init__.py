@@ -27,6 +27,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "thoughtsource.cli.data",
     "thoughtsource.cli.datasets",
+    "thoughtsource.cli.evaluate",
 ]
 
 _state = {"debug": False}
