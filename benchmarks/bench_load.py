@@ -49,7 +49,9 @@ def main() -> None:
         print(f"machine: {machine()}")
         print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
         print(f"data dir: {args.data_dir}")
-        print(f"{'dataset':<16} {'splits':<24} {'records':>8} {'cold s':>8} {'cold rec/s':>11} {'warm s':>8} {'warm rec/s':>11} {'ratio':>7}")
+        print(
+            f"{'dataset':<16} {'splits':<24} {'records':>8} {'cold s':>8} {'cold rec/s':>11} {'warm s':>8} {'warm rec/s':>11} {'ratio':>7}"
+        )
         total_cold = total_warm = 0.0
         total_n = 0
         for name in datasets.names():
@@ -70,11 +72,17 @@ def main() -> None:
             total_cold += cold
             total_warm += warm
             total_n += n
-            print(f"{name:<16} {','.join(splits):<24} {n:>8} {cold:>8.2f} {n / cold:>11.0f} {warm:>8.3f} {n / warm:>11.0f} {cold / warm:>6.1f}x")
-        print(f"{'all':<16} {'':<24} {total_n:>8} {total_cold:>8.2f} {total_n / total_cold:>11.0f} {total_warm:>8.3f} "
-              f"{total_n / total_warm:>11.0f} {total_cold / total_warm:>6.1f}x")
-        print(f"baseline (cold, all available datasets): {total_cold:.2f} s; ours (warm): {total_warm:.2f} s; "
-              f"ratio {total_cold / total_warm:.1f}x; target cold < 60 s: {'met' if total_cold < 60 else 'NOT met'}")
+            print(
+                f"{name:<16} {','.join(splits):<24} {n:>8} {cold:>8.2f} {n / cold:>11.0f} {warm:>8.3f} {n / warm:>11.0f} {cold / warm:>6.1f}x"
+            )
+        print(
+            f"{'all':<16} {'':<24} {total_n:>8} {total_cold:>8.2f} {total_n / total_cold:>11.0f} {total_warm:>8.3f} "
+            f"{total_n / total_warm:>11.0f} {total_cold / total_warm:>6.1f}x"
+        )
+        print(
+            f"baseline (cold, all available datasets): {total_cold:.2f} s; ours (warm): {total_warm:.2f} s; "
+            f"ratio {total_cold / total_warm:.1f}x; target cold < 60 s: {'met' if total_cold < 60 else 'NOT met'}"
+        )
 
 
 if __name__ == "__main__":

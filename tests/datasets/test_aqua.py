@@ -59,7 +59,9 @@ def test_train_is_declared_but_reported_missing(data_dir: Path) -> None:
     assert "train" not in datasets.available_splits("aqua", data_dir)
     with pytest.raises(DataError) as e:
         datasets.load("aqua", ["train"], data_dir=data_dir)
-    assert "aqua/train.json" in str(e.value) and "https://raw.githubusercontent.com/deepmind/AQuA/master/train.json" in str(e.value)
+    assert "aqua/train.json" in str(e.value) and "https://raw.githubusercontent.com/deepmind/AQuA/master/train.json" in str(
+        e.value
+    )
 
 
 def test_unpinned_train_file_is_used_with_a_warning(data_dir: Path, tmp_path: Path, caplog) -> None:

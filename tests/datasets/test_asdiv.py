@@ -37,7 +37,11 @@ def test_simple_records(by_id, raw) -> None:
     r = raw["nluds-0001"]
     assert (r["Formula"], r["Answer"]) == ("7+2=9", "9 (apples)")
     s = by_id["nluds-0001"]
-    assert s.question == f"{r['Body']} {r['Question']}" == "Seven red apples and two green apples are in the basket. How many apples are in the basket?"
+    assert (
+        s.question
+        == f"{r['Body']} {r['Question']}"
+        == "Seven red apples and two green apples are in the basket. How many apples are in the basket?"
+    )
     assert s.answer == ["9"]  # the number, without the unit "(apples)"
     assert s.cot == ["We add 7 to 2 and get 9."]
     assert by_id["nluds-0002"].cot == ["We add 6 to 9 and get 15."]
@@ -55,7 +59,10 @@ def test_division_with_remainder(by_id, raw) -> None:
     assert (r["Formula"], r["Answer"], r["Solution-Type"]) == ("200/28=7 r4", "8 (washing machines)", "Ceil-Division")
     s = by_id["nluds-0754"]
     # the raw body ends with "," : no doubled comma
-    assert s.question == "A washing machine can wash 28 pounds of clothes per day. If there are 200 pounds of clothes to be washed per day, how many washing machines are needed?"
+    assert (
+        s.question
+        == "A washing machine can wash 28 pounds of clothes per day. If there are 200 pounds of clothes to be washed per day, how many washing machines are needed?"
+    )
     assert s.cot == ["We divide 200 by 28 and get 7 remainder 4.", "Since there is a remainder, we round up to 8."]
     assert s.answer == ["8"]
     assert raw["nluds-0774"]["Formula"] == "53/8=6 r5"

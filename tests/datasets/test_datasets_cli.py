@@ -48,8 +48,22 @@ def test_download_unknown_name() -> None:
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "thoughtsource-json"])
 def test_export(fmt: str, data_dir: Path, tmp_path: Path) -> None:
-    r = runner.invoke(app, ["datasets", "export", "aqua", "--format", fmt, "--out", str(tmp_path), "--split", "validation",
-                            "--data-dir", str(data_dir)])
+    r = runner.invoke(
+        app,
+        [
+            "datasets",
+            "export",
+            "aqua",
+            "--format",
+            fmt,
+            "--out",
+            str(tmp_path),
+            "--split",
+            "validation",
+            "--data-dir",
+            str(data_dir),
+        ],
+    )
     assert r.exit_code == 0, r.output
     if fmt == "parquet":
         data = io.load_parquet(tmp_path)

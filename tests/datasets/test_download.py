@@ -238,8 +238,9 @@ def test_stale_part_longer_than_the_file_restarts(server, online: Path, data_dir
     # an unpinned source (no size to compare with) whose .part is longer than the served file: 416, then a fresh download
     base, log = server.base, server.log
     spec = local_spec("aqua", base)
-    spec = dataclasses.replace(spec, sources=tuple(dataclasses.replace(s, sha256="", size=0) if s.name == "aqua/test.json" else s
-                                                   for s in spec.sources))
+    spec = dataclasses.replace(
+        spec, sources=tuple(dataclasses.replace(s, sha256="", size=0) if s.name == "aqua/test.json" else s for s in spec.sources)
+    )
     full = (data_dir / "aqua" / "test.json").read_bytes()
     target = _resolve.download_dir() / "aqua" / "test.json"
     target.parent.mkdir(parents=True, exist_ok=True)

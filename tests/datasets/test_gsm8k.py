@@ -38,10 +38,15 @@ def test_test_records(load_split, data_dir: Path) -> None:
     janet = by_id["gsm8k-test-1"]
     assert janet.question == raw_line(data_dir, "test", 1)["question"]
     assert janet.answer == ["18"]
-    assert janet.cot == ["Janet sells 16 - 3 - 4 = 9 duck eggs a day.",
-                         "She makes 9 * 2 = $18 every day at the farmer\u2019s market."]
+    assert janet.cot == [
+        "Janet sells 16 - 3 - 4 = 9 duck eggs a day.",
+        "She makes 9 * 2 = $18 every day at the farmer\u2019s market.",
+    ]
     robe = by_id["gsm8k-test-2"]
-    assert robe.question == "A robe takes 2 bolts of blue fiber and half that much white fiber.  How many bolts in total does it take?"
+    assert (
+        robe.question
+        == "A robe takes 2 bolts of blue fiber and half that much white fiber.  How many bolts in total does it take?"
+    )
     assert robe.cot == ["It takes 2/2=1 bolt of white fiber", "So the total amount of fabric is 2+1=3 bolts of fabric"]
     assert robe.answer == ["3"]
     # a gold answer written with thousands separators becomes a clean number

@@ -47,8 +47,11 @@ def raw_equations(name: str, data_dir: Path) -> dict[str, tuple[set[Fraction], i
                 for i, r in enumerate(csv.DictReader(fh), 1):
                     numbers = r["Numbers"].split()
                     tokens = r["Equation"].split()
-                    used = {exact_number(numbers[int(t[6:])]) if t.startswith("number") else exact_number(t)
-                            for t in tokens if t not in "+-*/"}
+                    used = {
+                        exact_number(numbers[int(t[6:])]) if t.startswith("number") else exact_number(t)
+                        for t in tokens
+                        if t not in "+-*/"
+                    }
                     out[f"mawps-{part}-{i}"] = (used, sum(t in "+-*/" for t in tokens))
     return out
 

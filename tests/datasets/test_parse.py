@@ -28,7 +28,9 @@ from thoughtsource.datasets._parse import (
 
 def test_parse_choices() -> None:
     assert parse_choices(["A)32400", "B) 6000", "(C) 600", "D. 1/2", "e)5(√3 + 1)"]) == (
-        ["A", "B", "C", "D", "E"], ["32400", "6000", "600", "1/2", "5(√3 + 1)"])
+        ["A", "B", "C", "D", "E"],
+        ["32400", "6000", "600", "1/2", "5(√3 + 1)"],
+    )
     with pytest.raises(ValueError, match="no label"):
         parse_choices(["32400"])
 
@@ -47,10 +49,22 @@ def test_choice_index() -> None:
         choice_index("F", ["A", "B"])
 
 
-@pytest.mark.parametrize(("value", "text"), [
-    (18.0, "18"), (18, "18"), (0.5, "0.5"), (-3.0, "-3"), ("1,450,000", "1450000"), ("18.0", "18"),
-    (Fraction(1, 3), "0.333333"), (Fraction(10, 2), "5"), (1e-9, "0"), (2.675, "2.675"), ("3/4", "0.75"),
-])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (18.0, "18"),
+        (18, "18"),
+        (0.5, "0.5"),
+        (-3.0, "-3"),
+        ("1,450,000", "1450000"),
+        ("18.0", "18"),
+        (Fraction(1, 3), "0.333333"),
+        (Fraction(10, 2), "5"),
+        (1e-9, "0"),
+        (2.675, "2.675"),
+        ("3/4", "0.75"),
+    ],
+)
 def test_format_number(value, text) -> None:
     assert format_number(value) == text
 
@@ -83,7 +97,9 @@ def test_infix_equations() -> None:
     assert equation_cot(parse_infix("76.0 - 25.0")) == ["We subtract 25 from 76 and get 51."]
     assert equation_cot(parse_infix("18+20+17")) == ["First we add 18 to 20 and get 38.", "Then we add 38 to 17 and get 55."]
     assert equation_cot(parse_infix("26/(8-3)"), remainder=True) == [
-        "First we subtract 3 from 8 and get 5.", "Then we divide 26 by 5 and get 5 remainder 1."]
+        "First we subtract 3 from 8 and get 5.",
+        "Then we divide 26 by 5 and get 5 remainder 1.",
+    ]
     assert equation_cot(parse_infix("12")) == []
     assert equation_cot(parse_infix("3*(4.5)")) == ["We multiply 3 by 4.5 and get 13.5."]
     for bad in ("2 ** 3", "x + 1", "1 +", "__import__('os')"):
@@ -94,10 +110,16 @@ def test_infix_equations() -> None:
 def test_prefix_equations() -> None:
     expr = parse_prefix("- number0 * number1 number2", ["25000.0", "1500.0", "8.0"])
     assert evaluate(expr) == 13000
-    assert equation_cot(expr) == ["First we multiply 1500 by 8 and get 12000.", "Then we subtract 12000 from 25000 and get 13000."]
+    assert equation_cot(expr) == [
+        "First we multiply 1500 by 8 and get 12000.",
+        "Then we subtract 12000 from 25000 and get 13000.",
+    ]
     assert evaluate(parse_prefix("* number0 12.0", ["3"])) == 36
     frac = parse_prefix("+ + number0 number0 number2", ["0.16666666666666666", "0.16666666666666666", "0.5"])
-    assert equation_cot(frac, show=readable_number) == ["First we add 1/6 to 1/6 and get 1/3.", "Then we add 1/3 to 0.5 and get 5/6."]
+    assert equation_cot(frac, show=readable_number) == [
+        "First we add 1/6 to 1/6 and get 1/3.",
+        "Then we add 1/3 to 0.5 and get 5/6.",
+    ]
     with pytest.raises(ValueError, match="number2"):
         parse_prefix("+ number0 number2", ["1", "2"])
     with pytest.raises(ValueError, match="trailing"):
@@ -110,7 +132,10 @@ def test_prefix_equations() -> None:
 
 def test_calculator_annotations_and_lines() -> None:
     text = "Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.\n\nWorking 50 minutes, she earned 0.2 x 50 = $<<0.2*50=10>>10.\n"
-    assert split_lines(strip_calculator(text)) == ["Weng earns 12/60 = $0.2 per minute.", "Working 50 minutes, she earned 0.2 x 50 = $10."]
+    assert split_lines(strip_calculator(text)) == [
+        "Weng earns 12/60 = $0.2 per minute.",
+        "Working 50 minutes, she earned 0.2 x 50 = $10.",
+    ]
 
 
 def test_join_body_question() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from thoughtsource import datasets
+from thoughtsource.datasets._text import detokenize, sentence
 
 
 def _by_id(name: str, split: str, data_dir: Path) -> dict:
@@ -190,3 +191,55 @@ def test_med_qa_test_split_matches_raw(data_dir: Path, load_split) -> None:
         assert s.answer == [r["options"][r["answer_idx"]]] == [r["answer"]]
     assert samples[2].answer == ["Cholesterol embolization"]
     assert samples[0].answer == ["Tell the attending that he cannot fail to disclose this mistake"]
+
+
+@pytest.mark.parametrize("qid", ["-6560319052930436991", "-8463303168185775472", "-1640714294501064196"])
+def test_qed_record_matches_raw(qid: str, data_dir: Path, load_split) -> None:
+    raw = next(r for r in map(json.loads, (data_dir / "qed/qed-dev.jsonlines").read_text().splitlines())
+               if str(r["example_id"]) == qid)
+    s = {x.id: x for x in load_split("qed", "validation")}[qid]
+    assert s.question.lower().rstrip("?") == raw["question_text"]
+    assert s.context == f"Title: {detokenize(raw['title_text'])} Text: {detokenize(raw['paragraph_text'])}"
+    expected_answers = list(dict.fromkeys(detokenize(g[0]["string"]) for g in raw["original_nq_answers"] if g))
+    assert s.answer == expected_answers
+    ann = raw["annotation"]
+    assert s.cot[0] == sentence("The answer is contained in the following sentence: " + detokenize(ann["selected_sentence"]["string"]))
+    assert len(s.cot) == 1 + len(ann["referential_equalities"])  # the answer phrases equal their passage spans here
+    for eq, line in zip(ann["referential_equalities"], s.cot[1:], strict=True):
+        assert detokenize(eq["question_reference"]["string"]) in line and detokenize(eq["sentence_reference"]["string"]) in line
+
+
+def test_qed_specific_sentences(load_split) -> None:
+    samples = {x.id: x for x in load_split("qed", "validation")}
+    greys = samples["-6560319052930436991"]
+    assert greys.question == "Who died in the plane crash greys anatomy?"
+    assert greys.answer == ["Dr. Lexie Grey", "Dr. Lexie Grey (Chyler Leigh)"]
+    assert greys.cot[2] == ("The noun phrase the episode in the sentence refers to the episode of the noun phrase greys anatomy "
+                            "in the question.")
+    spike = samples["-8463303168185775472"]
+    assert spike.cot[-1] == "The noun phrase tom and jerry in the question is implicit in the sentence."
+    assert samples["-1640714294501064196"].answer == ["291", "291 episodes"]  # the repeated "291" kept once
+
+
+@pytest.mark.parametrize(("split", "member", "index"), [("train", "questions.train.tsv", 5), ("validation", "questions.dev.tsv", 0),
+                                                        ("validation", "questions.dev.tsv", 495)])
+def test_worldtree_record_matches_raw(split: str, member: str, index: int, data_dir: Path, load_split) -> None:
+    with zipfile.ZipFile(data_dir / "worldtree/tg2020task-dataset.zip") as z:
+        row = _wt_rows(z.read(member).decode())[index]
+        facts: dict[str, str] = {}
+        for name in z.namelist():
+            if name.startswith("tables/") and name.endswith(".tsv"):
+                header, *rows = list(csv.reader(io.StringIO(z.read(name).decode()), delimiter="\t"))
+                uid = header.index("[SKIP] UID")
+                keep = [i for i, h in enumerate(header) if h and not h.startswith("[SKIP]")]
+                for r in rows:
+                    if len(r) > uid:
+                        facts[r[uid]] = " ".join(r[i].split(";")[0].strip() for i in keep if i < len(r) and r[i].strip())
+    s = load_split("worldtree", split)[index]
+    assert s.id == f"worldtree_{split}_{index}" and s.ref_id == row["QuestionID"]
+    parts = re.split(r"\s*\(([A-E1-5])\)\s+", row["question"])  # stem, label, text, label, text, ...
+    labels, texts = parts[1::2], [t.strip() for t in parts[2::2]]
+    assert s.question == parts[0].strip() and s.choices == texts
+    assert s.answer == [texts[labels.index(row["AnswerKey"])]]
+    uids = [x.split("|")[0] for x in row["explanation"].split()]
+    assert s.cot == [sentence(detokenize(" ".join(facts[u].split()))) for u in uids]

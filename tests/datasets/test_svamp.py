@@ -27,7 +27,10 @@ def test_one_step_records(by_id, raw) -> None:
     r = raw["chal-1"]
     assert (r["Equation"], r["Answer"]) == ("( 76.0 - 25.0 )", 51.0)
     # the body has no final period: it runs on into the question
-    assert s.question == "Each pack of dvds costs 76 dollars. If there is a discount of 25 dollars on each pack, how much do you have to pay to buy each pack?"
+    assert (
+        s.question
+        == "Each pack of dvds costs 76 dollars. If there is a discount of 25 dollars on each pack, how much do you have to pay to buy each pack?"
+    )
     assert s.answer == ["51"] and s.type == "number" and s.choices == []
     assert s.cot == ["We subtract 25 from 76 and get 51."]
     s = by_id["chal-12"]

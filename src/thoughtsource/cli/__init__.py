@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "thoughtsource.cli.data",
     "thoughtsource.cli.datasets",
     "thoughtsource.cli.stats",
+    "thoughtsource.cli.evaluate",
 ]
 
 _state = {"debug": False}

@@ -10,8 +10,9 @@ from rich.table import Table
 from ..console import console
 from .data import Format
 
-app = typer.Typer(help="The 14 ThoughtSource source datasets: list, download raw files, export, build subsets.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="The 14 ThoughtSource source datasets: list, download raw files, export, build subsets.", no_args_is_help=True
+)
 
 DATA_DIR = typer.Option(None, "--data-dir", help="Folder with raw files (default: $THOUGHTSOURCE_DATA or the user cache).")
 

@@ -303,8 +303,13 @@ def warn_disagreements(log: logging.Logger, dataset: str, split: str, items: Seq
     """One warning per split listing the records whose own equation does not give their gold answer (kept as published)."""
     if items:
         shown = "; ".join(items[:20]) + (f"; ... and {len(items) - 20} more" if len(items) > 20 else "")
-        log.warning("%s/%s: %d record(s) whose equation does not give the gold answer (the gold answer is kept): %s",
-                    dataset, split, len(items), shown)
+        log.warning(
+            "%s/%s: %d record(s) whose equation does not give the gold answer (the gold answer is kept): %s",
+            dataset,
+            split,
+            len(items),
+            shown,
+        )
 
 
 def agrees(value: Fraction | float, gold: str | float) -> bool:
@@ -314,9 +319,35 @@ def agrees(value: Fraction | float, gold: str | float) -> bool:
     gold_value = parse_number(text)
     if gold_value is None:
         return False
-    return abs(float(value) - gold_value) <= max(0.5 * 10 ** -decimals, 1e-9 * abs(gold_value)) if decimals else \
-        abs(float(value) - gold_value) <= 1e-9 * max(1.0, abs(gold_value))
+    return (
+        abs(float(value) - gold_value) <= max(0.5 * 10**-decimals, 1e-9 * abs(gold_value))
+        if decimals
+        else abs(float(value) - gold_value) <= 1e-9 * max(1.0, abs(gold_value))
+    )
 
 
-_QUESTION_WORDS = {"How", "What", "Which", "Who", "Whom", "Whose", "When", "Where", "Why", "If", "Find", "Then", "So", "Now",
-                   "Is", "Are", "Do", "Does", "Can", "In", "After", "At", "For"}
+_QUESTION_WORDS = {
+    "How",
+    "What",
+    "Which",
+    "Who",
+    "Whom",
+    "Whose",
+    "When",
+    "Where",
+    "Why",
+    "If",
+    "Find",
+    "Then",
+    "So",
+    "Now",
+    "Is",
+    "Are",
+    "Do",
+    "Does",
+    "Can",
+    "In",
+    "After",
+    "At",
+    "For",
+}

@@ -113,8 +113,12 @@ def verify(path: Path, source: SourceFile) -> str:
     key = str(path.resolve())
     with _verify_lock:
         entry = _load_verified().get(key)
-    if (isinstance(entry, dict) and entry.get("size") == st.st_size and entry.get("mtime_ns") == st.st_mtime_ns
-            and (not pinned(source) or entry.get("sha256") == source.sha256)):
+    if (
+        isinstance(entry, dict)
+        and entry.get("size") == st.st_size
+        and entry.get("mtime_ns") == st.st_mtime_ns
+        and (not pinned(source) or entry.get("sha256") == source.sha256)
+    ):
         return str(entry["sha256"])
     if not pinned(source):
         got = sha256_file(path)
@@ -122,12 +126,16 @@ def verify(path: Path, source: SourceFile) -> str:
         _record(key, st, got)
         return got
     if st.st_size != source.size:
-        raise ChecksumError(f"size mismatch: expected {source.size} bytes, got {st.st_size} (truncated or different file?); "
-                            f"delete it and download {source.url}", path=str(path))
+        raise ChecksumError(
+            f"size mismatch: expected {source.size} bytes, got {st.st_size} (truncated or different file?); "
+            f"delete it and download {source.url}",
+            path=str(path),
+        )
     got = sha256_file(path)
     if got != source.sha256:
-        raise ChecksumError(f"sha256 mismatch: expected {source.sha256}, got {got}; delete it and download {source.url}",
-                            path=str(path))
+        raise ChecksumError(
+            f"sha256 mismatch: expected {source.sha256}, got {got}; delete it and download {source.url}", path=str(path)
+        )
     _record(key, st, got)
     return got
 
@@ -193,8 +201,11 @@ def download(source: SourceFile, target: Path, *, timeout: float = 60.0, show_pr
     if pinned(source) and got != source.sha256:
         size = part.stat().st_size
         part.unlink()
-        raise ChecksumError(f"downloaded file does not match: expected sha256 {source.sha256}, got {got} "
-                            f"({size} bytes, expected {source.size}); not kept", path=str(target))
+        raise ChecksumError(
+            f"downloaded file does not match: expected sha256 {source.sha256}, got {got} "
+            f"({size} bytes, expected {source.size}); not kept",
+            path=str(target),
+        )
     os.replace(part, target)
     log.info("downloaded %s (%d bytes)", target, source.size)
     return target
@@ -240,6 +251,7 @@ def resolve(
     if missing:
         root = data_root(data_dir)
         problems = [f"{s.name}: get {s.url} and put it at {root / s.name} ({why})" for s, why in missing]
-        raise DataError(f"{len(missing)} raw file(s) missing for splits {sorted(set(splits))}", dataset=spec.name,
-                        problems=problems)
+        raise DataError(
+            f"{len(missing)} raw file(s) missing for splits {sorted(set(splits))}", dataset=spec.name, problems=problems
+        )
     return found

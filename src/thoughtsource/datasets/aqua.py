@@ -40,12 +40,22 @@ SPEC = DatasetSpec(
     sources=(
         # not obtainable here (> 4 MiB in every snapshot): no checksum to pin, see the module docstring
         SourceFile("aqua/train.json", url=f"{_REPO}/train.json", sha256="", size=0, format="jsonl", splits=("train",)),
-        SourceFile("aqua/dev.json", url=f"{_REPO}/dev.json",
-                   sha256="4a52301d8a49ae0b286f8e697f9c5da1b109b247b825b47b4c6de34312dceec5", size=132008, format="jsonl",
-                   splits=("validation",)),
-        SourceFile("aqua/test.json", url=f"{_REPO}/test.json",
-                   sha256="de41581881ef95c5588c44ddc701c77fd480839241dd422a0d181262af24520c", size=130192, format="jsonl",
-                   splits=("test",)),
+        SourceFile(
+            "aqua/dev.json",
+            url=f"{_REPO}/dev.json",
+            sha256="4a52301d8a49ae0b286f8e697f9c5da1b109b247b825b47b4c6de34312dceec5",
+            size=132008,
+            format="jsonl",
+            splits=("validation",),
+        ),
+        SourceFile(
+            "aqua/test.json",
+            url=f"{_REPO}/test.json",
+            sha256="de41581881ef95c5588c44ddc701c77fd480839241dd422a0d181262af24520c",
+            size=130192,
+            format="jsonl",
+            splits=("test",),
+        ),
     ),
     converter_version=1,
     paper_counts={"total": 97975},

@@ -56,10 +56,23 @@ SPEC = DatasetSpec(
     answer_type="number",
     splits=("train",),
     sources=(
-        SourceFile("asdiv/ASDiv.xml", url=f"{_REPO}/ASDiv.xml",
-                   sha256="ef8904068482919ac48c8eeaaf6df344b8a308ba66d048c2d4d87eab82dc4929", size=947401, format="xml"),
-        *(SourceFile(f"asdiv/nfolds/asdiv-a/fold{i}.txt", url=f"{_REPO}/nfolds/asdiv-a/fold{i}.txt", sha256=sha, size=size,
-                     format="txt") for i, (sha, size) in enumerate(_FOLDS)),
+        SourceFile(
+            "asdiv/ASDiv.xml",
+            url=f"{_REPO}/ASDiv.xml",
+            sha256="ef8904068482919ac48c8eeaaf6df344b8a308ba66d048c2d4d87eab82dc4929",
+            size=947401,
+            format="xml",
+        ),
+        *(
+            SourceFile(
+                f"asdiv/nfolds/asdiv-a/fold{i}.txt",
+                url=f"{_REPO}/nfolds/asdiv-a/fold{i}.txt",
+                sha256=sha,
+                size=size,
+                format="txt",
+            )
+            for i, (sha, size) in enumerate(_FOLDS)
+        ),
     ),
     converter_version=1,
     paper_counts={"total": 1218},
@@ -85,8 +98,9 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         root = ET.parse(path).getroot()
     except ET.ParseError as e:
         line, col = e.position
-        raise DataError(f"invalid XML (truncated or corrupt file): {e}", path=str(path), line=line, column=col,
-                        dataset="asdiv", split=split) from None
+        raise DataError(
+            f"invalid XML (truncated or corrupt file): {e}", path=str(path), line=line, column=col, dataset="asdiv", split=split
+        ) from None
     seen: set[str] = set()
     for problem in root.iter("Problem"):
         rid = problem.get("ID")
@@ -126,5 +140,9 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
     warn_disagreements(log, "asdiv", split, disagree)
     missing = subset - seen
     if missing:
-        raise DataError(f"{len(missing)} ASDiv-A id(s) of the fold files are not in the corpus: {sorted(missing)[:10]}",
-                        path=str(path), dataset="asdiv", split=split)
+        raise DataError(
+            f"{len(missing)} ASDiv-A id(s) of the fold files are not in the corpus: {sorted(missing)[:10]}",
+            path=str(path),
+            dataset="asdiv",
+            split=split,
+        )

@@ -39,14 +39,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import DataError
-from ..schema import Answer, AnswerType, GeneratedCot
+from ..schema import Answer, AnswerType, GeneratedCot, Sample
 
 __all__ = [
     "KOJIMA_DATASET_TYPES",
     "KojimaLog",
     "KojimaRecord",
+    "log_to_samples",
     "read_kojima_log",
     "read_kojima_log_file",
+    "rescore_log",
     "to_generated_cot",
 ]
 
@@ -102,6 +104,7 @@ _SEPARATOR = "*************************"
 _DATA_RE = re.compile(r"^(\d+)(?:st|nd|rd|th) data$")
 _SAMPLING_RE = re.compile(r"^\d+_th_sampling$")
 _ACCURACY_RE = re.compile(r"^accuracy : ([0-9.eE+-]+)\s*$")
+_CHOICE_RE = re.compile(r"\(([A-Z])\)\s*(.*?)(?=\s*\([A-Z]\)|\s*$)", re.S)
 _NS_ITEM_RE = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()]+(?:\(\))?)")
 
 
@@ -125,6 +128,20 @@ class KojimaRecord(BaseModel):
     @property
     def answer_type(self) -> AnswerType:
         return KOJIMA_DATASET_TYPES.get(self.dataset, "text")
+
+    @property
+    def choices(self) -> list[str]:
+        """The answer choices printed in the question ("Answer Choices: (A) 550 (B) 570 ..."), [] if none."""
+        _, sep, tail = self.question.rpartition("Answer Choices:")
+        if not sep:
+            return []
+        return [m.group(2).strip() for m in _CHOICE_RE.finditer(tail)]
+
+    @property
+    def question_text(self) -> str:
+        """The question without its printed answer choices."""
+        head, sep, _ = self.question.rpartition("Answer Choices:")
+        return head.rstrip() if sep else self.question
 
     @property
     def prompt_text(self) -> str:
@@ -337,3 +354,142 @@ def to_generated_cot(
         comment=f"Kojima et al. (2022) published log {record.dataset}_{record.method}.log, question {record.index + 1}",
         annotations=[],
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Re-scoring a published log with thoughtsource.extract
+# ---------------------------------------------------------------------------------------------
+
+#: Why our verdict on a record can differ from the authors' (see docs/evaluation.md).
+DISAGREEMENT_REASONS: dict[str, str] = {
+    "kojima-string-compare": "the authors compare strings: a right number written differently counts as wrong "
+    "('0.6666666666666667' vs gold '0.6666666666666666', '12.30' vs '12.3', gold '40,000')",
+    "fraction": "the authors take the numerator of a fraction ('3/4' -> 3); we read 0.75",
+    "equation-result": "the authors take the first number of an equation ('42 + 66 = 108' -> 42); we take the result",
+    "number-word": "the authors read digits only ('eleven' -> no answer); we read number words",
+    "ambiguous-list": "the answer lists several choices ('A or B', '(A), (B), or (D)'): the authors take the first, we "
+    "count no answer",
+    "decimal-point": "the authors' number pattern drops a leading decimal point ('.25' -> 25)",
+    "comma-removal": "the authors delete every comma before reading numbers ('2,2,2' -> 222)",
+    "choice-text": "the output names the choice by its text ('game.', 'Colds and Flu.'): the authors look for capital "
+    "letters A-E anywhere (none, or the C of 'Colds'); we match the choice text",
+    "text-normalization": "the authors strip quotes, dots and spaces only ('n-a-e-y' != 'naey'); we also strip "
+    "punctuation such as hyphens",
+    "token-anywhere": "the authors take the first yes/no/letter anywhere in the output, also outside the answer "
+    "sentence ('not known. There is no record ...' -> 'no'); we read the sentence after the phrase",
+    "other": "anything else (listed per record in the test output)",
+}
+_FRACTION_RE = re.compile(r"(?<![\d/])(\d+)\s*/\s*\d+(?![\d/])")
+
+
+class RescoreResult(BaseModel):
+    """Our accuracy on a published log next to the authors', with every disagreement classified."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str
+    method: str
+    answer_type: str
+    mode: str
+    n: int
+    reported_accuracy: float | None  # percent, as the log prints it
+    kojima_accuracy: float  # percent, recomputed from the log's pred/GT lines
+    our_accuracy: float  # percent
+    disagreements: dict[str, list[int]]  # reason -> record indices
+    gained: dict[str, int]  # reason -> records we score right and the authors wrong
+    lost: dict[str, int]  # reason -> records the authors score right and we wrong
+
+    @property
+    def adjusted_accuracy(self) -> float:
+        """Our accuracy with the explained disagreements (all but 'other') given the authors' verdict."""
+        net = sum(self.gained.get(r, 0) - self.lost.get(r, 0) for r in self.disagreements if r != "other")
+        return self.our_accuracy - 100 * net / self.n
+
+
+def rescore_log(log: KojimaLog, mode: str = "strict") -> RescoreResult:
+    """Score every record of ``log`` with :func:`thoughtsource.extract.extract` and classify the disagreements."""
+    from ..extract import extract, gold_value, is_correct
+
+    t = KOJIMA_DATASET_TYPES.get(log.dataset, "text")
+    ours_ok = 0
+    theirs_ok = 0
+    dis: dict[str, list[int]] = {}
+    gained: dict[str, int] = {}
+    lost: dict[str, int] = {}
+    for r in log.records:
+        choices = r.choices
+        e = extract(r.extraction_text, t, mode=mode, choices=choices)  # type: ignore[arg-type]
+        gold = gold_value(t, [r.gold], choices)
+        ours = is_correct(e.value, t, gold)
+        theirs = r.pred == r.gold
+        ours_ok += ours
+        theirs_ok += theirs
+        if ours == theirs:
+            continue
+        reason = "other"
+        if t == "number" and not theirs and is_correct(gold_value("number", [r.pred]), t, gold):
+            reason = "kojima-string-compare"
+        elif e.rule == "ambiguous":
+            reason = "ambiguous-list"
+        elif e.rule == "number:after-phrase-result":
+            reason = "equation-result"
+        elif e.rule == "number:word":
+            reason = "number-word"
+        elif t == "number" and any(m.group(1) == r.pred for m in _FRACTION_RE.finditer(r.extraction_text)):
+            reason = "fraction"
+        elif t == "number" and re.search(rf"(?<![\d.])\.{re.escape(r.pred)}\b", r.extraction_text):
+            reason = "decimal-point"
+        elif t == "number" and r.pred and r.pred not in r.extraction_text and r.pred in r.extraction_text.replace(",", ""):
+            reason = "comma-removal"
+        elif e.rule == "mc:choice-text":
+            reason = "choice-text"
+        elif t == "text" and e.value is not None and ours:
+            reason = "text-normalization"
+        elif e.value is None and theirs:
+            reason = "token-anywhere"
+        dis.setdefault(reason, []).append(r.index)
+        bucket = gained if ours else lost
+        bucket[reason] = bucket.get(reason, 0) + 1
+    n = len(log.records)
+    return RescoreResult(
+        dataset=log.dataset,
+        method=log.method,
+        answer_type=t,
+        mode=mode,
+        n=n,
+        reported_accuracy=log.reported_accuracy,
+        kojima_accuracy=100 * theirs_ok / n if n else 0.0,
+        our_accuracy=100 * ours_ok / n if n else 0.0,
+        disagreements=dis,
+        gained=gained,
+        lost=lost,
+    )
+
+
+def log_to_samples(log: KojimaLog) -> list[Sample]:
+    """ThoughtSource samples built from the log alone (question, printed choices, gold), each with its CoT.
+
+    For use without the source dataset (tests, benchmarks, demos); the datasets module attaches the
+    same CoTs to the real dataset samples instead.  Sample ids are ``<dataset>-<index>``; a
+    multiple-choice gold letter becomes the text of that choice.
+    """
+    t = KOJIMA_DATASET_TYPES.get(log.dataset, "text")
+    out: list[Sample] = []
+    for r in log.records:
+        choices = r.choices
+        gold = r.gold
+        if t == "multiplechoice" and choices and len(gold) == 1 and 0 <= ord(gold) - 65 < len(choices):
+            gold = choices[ord(gold) - 65]
+        elif t == "number":
+            gold = gold.replace(",", "")
+        out.append(
+            Sample(
+                id=f"{log.dataset}-{r.index}",
+                question=r.question_text,
+                type=t,
+                choices=choices,
+                answer=[gold],
+                generated_cot=[to_generated_cot(r, sample_id=f"{log.dataset}-{r.index}")],
+            )
+        )
+    return out

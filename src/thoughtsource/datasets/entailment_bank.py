@@ -46,12 +46,30 @@ SPEC = DatasetSpec(
     answer_type="text",
     splits=("train", "validation", "test"),
     sources=(
-        SourceFile(SPLIT_FILES["train"], f"{_REPO}/train.jsonl",
-                   "620f31c45f6c906012f27f926b1e9a1ed31573a463b0ed7ff842d84f1e42b713", 1145405, "jsonl", ("train",)),
-        SourceFile(SPLIT_FILES["validation"], f"{_REPO}/dev.jsonl",
-                   "48a6469a31f9cff23844c05d21e3345ddcbc474aeb48617cbc8162dafade2e8c", 163291, "jsonl", ("validation",)),
-        SourceFile(SPLIT_FILES["test"], f"{_REPO}/test.jsonl",
-                   "1d984d5f7694f9b77f3087d9b5eb48d32e592c9e7b17826ad2ab664f68e8e82f", 300692, "jsonl", ("test",)),
+        SourceFile(
+            SPLIT_FILES["train"],
+            f"{_REPO}/train.jsonl",
+            "620f31c45f6c906012f27f926b1e9a1ed31573a463b0ed7ff842d84f1e42b713",
+            1145405,
+            "jsonl",
+            ("train",),
+        ),
+        SourceFile(
+            SPLIT_FILES["validation"],
+            f"{_REPO}/dev.jsonl",
+            "48a6469a31f9cff23844c05d21e3345ddcbc474aeb48617cbc8162dafade2e8c",
+            163291,
+            "jsonl",
+            ("validation",),
+        ),
+        SourceFile(
+            SPLIT_FILES["test"],
+            f"{_REPO}/test.jsonl",
+            "1d984d5f7694f9b77f3087d9b5eb48d32e592c9e7b17826ad2ab664f68e8e82f",
+            300692,
+            "jsonl",
+            ("test",),
+        ),
     ),
     converter_version=1,
     counts={"train": 1313, "validation": 187, "test": 340},
@@ -131,7 +149,13 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             raise where.error("output has no $proof$ slot", field="output")
         facts = parse_context(slots["context"])
         yield Sample(
-            id=qid, ref_id=source_id, question=slots["question"], type="text", choices=[], context="",
-            cot=proof_to_cot(proof, facts, slots["hypothesis"], where), answer=[upper_first(slots["answer"])],
+            id=qid,
+            ref_id=source_id,
+            question=slots["question"],
+            type="text",
+            choices=[],
+            context="",
+            cot=proof_to_cot(proof, facts, slots["hypothesis"], where),
+            answer=[upper_first(slots["answer"])],
             hypothesis=slots["hypothesis"],
         )

@@ -31,7 +31,7 @@ _COLUMNS = ("Question", "Numbers", "Equation", "Answer")
 SPEC = DatasetSpec(
     name="mawps",
     description="Math word problems of the MAWPS repository (AddSub, SingleOp, MultiArith, SingleEq, ...): fold 0 of the "
-                "5-fold cross-validation split of Patel et al. (2021).",
+    "5-fold cross-validation split of Patel et al. (2021).",
     homepage="https://github.com/sroy9/mawps",
     citation="""@inproceedings{koncel-kedziorski-etal-2016-mawps,
   title={{MAWPS}: A Math Word Problem Repository},
@@ -44,10 +44,20 @@ SPEC = DatasetSpec(
     answer_type="number",
     splits=("train",),
     sources=(
-        SourceFile("mawps/cv_mawps/fold0/train.csv", url=f"{_REPO}/train.csv",
-                   sha256="0674253e6099813cefbb1d6eae3d2dc784ab6ebfdaf8755f6ebb4b99fc1f6ebe", size=595844, format="csv"),
-        SourceFile("mawps/cv_mawps/fold0/dev.csv", url=f"{_REPO}/dev.csv",
-                   sha256="bad59cff796b01a87363ea970f1fa80c15f56ff5f4388143aadbdc3feaf5f990", size=148020, format="csv"),
+        SourceFile(
+            "mawps/cv_mawps/fold0/train.csv",
+            url=f"{_REPO}/train.csv",
+            sha256="0674253e6099813cefbb1d6eae3d2dc784ab6ebfdaf8755f6ebb4b99fc1f6ebe",
+            size=595844,
+            format="csv",
+        ),
+        SourceFile(
+            "mawps/cv_mawps/fold0/dev.csv",
+            url=f"{_REPO}/dev.csv",
+            sha256="bad59cff796b01a87363ea970f1fa80c15f56ff5f4388143aadbdc3feaf5f990",
+            size=148020,
+            format="csv",
+        ),
     ),
     converter_version=1,
     paper_counts={"total": 1921},

@@ -38,8 +38,14 @@ SPEC = DatasetSpec(
     answer_type="collection",
     splits=("validation",),
     sources=(
-        SourceFile(DEV, f"{_REPO}/qed-dev.jsonlines", "2ea322b71a333023380c3954083b81af2d5670c8ac47ddec58c843233895c429",
-                   2244232, "jsonl", ("validation",)),
+        SourceFile(
+            DEV,
+            f"{_REPO}/qed-dev.jsonlines",
+            "2ea322b71a333023380c3954083b81af2d5670c8ac47ddec58c843233895c429",
+            2244232,
+            "jsonl",
+            ("validation",),
+        ),
     ),
     converter_version=1,
     counts={"validation": 1021},
@@ -58,18 +64,24 @@ def explanation_cot(annotation: dict, where: Where) -> list[str]:
         s = _span(eq, "sentence_reference", where)
         bridge = require(eq, "sentence_reference", where, dict).get("bridge", False)
         if bridge is False:
-            cot.append(sentence(f"The noun phrase {s} in the sentence and the noun phrase {q} in the question refer to the same thing"))
+            cot.append(
+                sentence(f"The noun phrase {s} in the sentence and the noun phrase {q} in the question refer to the same thing")
+            )
         elif not s:
             cot.append(sentence(f"The noun phrase {q} in the question is implicit in the sentence"))
         elif bridge:
-            cot.append(sentence(f"The noun phrase {s} in the sentence refers to {s} {bridge} the noun phrase {q} in the question"))
+            cot.append(
+                sentence(f"The noun phrase {s} in the sentence refers to {s} {bridge} the noun phrase {q} in the question")
+            )
         else:
             cot.append(sentence(f"The noun phrase {s} in the sentence refers to the noun phrase {q} in the question"))
     for ans in annotation.get("answer") or []:
         s = _span(ans, "sentence_reference", where)
         p = _span(ans, "paragraph_reference", where)
         if s and p and s != p:
-            cot.append(sentence(f"The noun phrase {s} in the sentence and the noun phrase {p} in the context refer to the same thing"))
+            cot.append(
+                sentence(f"The noun phrase {s} in the sentence and the noun phrase {p} in the context refer to the same thing")
+            )
     return cot
 
 
@@ -92,6 +104,12 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         title = detokenize(require(rec, "title_text", where, str))
         paragraph = detokenize(require(rec, "paragraph_text", where, str))
         yield Sample(
-            id=qid, ref_id="", question=question, type="collection", choices=[], context=f"Title: {title} Text: {paragraph}",
-            cot=explanation_cot(annotation, where), answer=answers,
+            id=qid,
+            ref_id="",
+            question=question,
+            type="collection",
+            choices=[],
+            context=f"Title: {title} Text: {paragraph}",
+            cot=explanation_cot(annotation, where),
+            answer=answers,
         )

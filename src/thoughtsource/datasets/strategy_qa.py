@@ -34,10 +34,20 @@ SPEC = DatasetSpec(
     answer_type="bool",
     splits=("train",),
     sources=(
-        SourceFile(TRAIN_FILES[0], f"{_REPO}/train.json",
-                   "0f72560b8a6fad3db847d2f1a7524fb087297843bb45a8d3245ffd68cbe0de12", 3857762, "json"),
-        SourceFile(TRAIN_FILES[1], f"{_REPO}/dev.json",
-                   "0d94842ffb022db8fd5ecd2168b785d5cf67f6faf64f665476bad544a3eb9dde", 424195, "json"),
+        SourceFile(
+            TRAIN_FILES[0],
+            f"{_REPO}/train.json",
+            "0f72560b8a6fad3db847d2f1a7524fb087297843bb45a8d3245ffd68cbe0de12",
+            3857762,
+            "json",
+        ),
+        SourceFile(
+            TRAIN_FILES[1],
+            f"{_REPO}/dev.json",
+            "0d94842ffb022db8fd5ecd2168b785d5cf67f6faf64f665476bad544a3eb9dde",
+            424195,
+            "json",
+        ),
     ),
     converter_version=1,
     counts={"train": 2290},
@@ -63,7 +73,13 @@ def _sample(rec: dict, where: Where) -> Sample:
     facts = require(rec, "facts", where, list)
     decomposition = rec.get("decomposition") or []
     return Sample(
-        id=qid, ref_id="", question=squash(require(rec, "question", where, str)), type="bool", choices=["True", "False"],
-        context="", cot=[sentence(f) for f in facts if str(f).strip()], answer=[str(answer)],
+        id=qid,
+        ref_id="",
+        question=squash(require(rec, "question", where, str)),
+        type="bool",
+        choices=["True", "False"],
+        context="",
+        cot=[sentence(f) for f in facts if str(f).strip()],
+        answer=[str(answer)],
         decomposition=[squash(str(d)) for d in decomposition],
     )

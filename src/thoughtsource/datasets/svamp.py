@@ -35,8 +35,13 @@ SPEC = DatasetSpec(
     answer_type="number",
     splits=("train",),
     sources=(
-        SourceFile("svamp/SVAMP.json", url="https://raw.githubusercontent.com/arkilpatel/SVAMP/main/SVAMP.json",
-                   sha256="5be77703a6d891ae476d7c082787ad361392aa02453b132516cdd5f4e7934e3e", size=339970, format="json"),
+        SourceFile(
+            "svamp/SVAMP.json",
+            url="https://raw.githubusercontent.com/arkilpatel/SVAMP/main/SVAMP.json",
+            sha256="5be77703a6d891ae476d7c082787ad361392aa02453b132516cdd5f4e7934e3e",
+            size=339970,
+            format="json",
+        ),
     ),
     converter_version=1,
     paper_counts={"total": 1000},
