@@ -146,6 +146,17 @@ def test_atomic_write_leaves_old_file_on_crash(tmp_path: Path):
     assert [x.name for x in tmp_path.iterdir()] == ["out.json"]
 
 
+def test_atomic_write_gives_normal_permissions(tmp_path: Path):
+    import os
+
+    p = tmp_path / "new.json"
+    with io.atomic_write(p) as fh:
+        fh.write("{}")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert p.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
 def test_parquet_and_hf_round_trip_keep_nested_fields(examples_dir: Path, tmp_path: Path):
     c = Collection.from_json(examples_dir / "annotated" / "annotated_set.json")
     c = c.merge(Collection.from_json(examples_dir / "tests_unit_data" / "test_1_evaluate.json"))
