@@ -144,3 +144,22 @@ def test_unknown_label_set_and_custom_labels(make_app, served) -> None:
     assert client.put("/api/annotation", json={**body, "key": "Good", "value": True}, headers={"X-CSRF-Token": csrf}).status_code == 200
     r = client.put("/api/annotation", json={**body, "key": "Too verbose", "value": True}, headers={"X-CSRF-Token": csrf})
     assert r.status_code == 422 and "unknown annotation key" in r.json()["detail"]
+
+
+def test_agreement_page_shows_the_hand_computed_values(app, served) -> None:
+    from thoughtsource.web.db import CotRef
+
+    from .test_agreement import LABEL, example_rows
+
+    add_user(app, "root", "admin")
+    client, _ = login(app, "root")
+    real = [CotRef(it.dataset, it.split, it.sample.id, c.id) for it in served.items[:10] for c in it.sample.generated_cot]
+    units: dict[str, CotRef] = {}
+    for row in example_rows():
+        ref = units.setdefault(row.ref.cot_id, real[len(units)])
+        app.state.db.upsert(ref, row.annotator, row.key, row.value)
+    html = client.get("/agreement").text
+    row = re.search(rf"<td>{LABEL}</td>(.*?)</tr>", html, re.S).group(1)
+    assert '<td class="num">5</td>' in row and "0.333" in row
+    assert "A–B (3): 0.400" in row and "A–C (2): 1.000" in row and "B–C (2): -1.000" in row
+    assert re.search(r"<td>A</td><td class=\"num\">\d+</td><td class=\"num\">5 / 4014</td>", html)  # u1..u4 and x1

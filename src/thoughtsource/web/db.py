@@ -1,9 +1,12 @@
 """SQLite storage of the annotator: users, sessions and annotations (WAL mode).
 
-One connection per operation (``sqlite3`` connections are cheap and are not shared between the
-server's worker threads); every write is one short ``BEGIN IMMEDIATE`` transaction and every
-connection waits up to ``busy_timeout`` for the write lock, so many annotators saving at once are
-serialised by SQLite instead of failing.  The schema only moves forward: ``MIGRATIONS`` is an
+One connection per thread (the server's worker threads each get their own, kept open: closing the
+last connection of a WAL database checkpoints it, which would cost a checkpoint per request); a
+connection is never shared between threads.  Every write is one short ``BEGIN IMMEDIATE``
+transaction and every connection waits up to ``busy_timeout`` for the write lock, so many
+annotators saving at once are serialised by SQLite instead of failing.  ``synchronous=NORMAL`` is
+the WAL setting SQLite recommends: never corrupt, and a committed annotation survives a crash of the
+server (only a power loss can undo the last commits).  The schema only moves forward: ``MIGRATIONS`` is an
 append-only list recorded in ``_migrations``.
 
 An annotation is unique per (CoT, annotator, key); a CoT is addressed by (dataset, split, sample id,
@@ -17,6 +20,7 @@ import datetime as _dt
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,32 +137,45 @@ class AnnotationDB:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
         self._migrate()
 
     # ------------------------------------------------------------------ plumbing
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA foreign_keys = ON")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.Error as e:
+                raise StoreError(f"{self.path}: cannot open the annotation database: {e}") from None
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close this thread's connection (the others close when their threads end)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
     @contextlib.contextmanager
     def connect(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """This thread's connection; with ``write=True`` inside one ``BEGIN IMMEDIATE`` transaction."""
+        conn = self._connection()
+        if not write:
+            yield conn
+            return
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        except sqlite3.Error as e:
-            raise StoreError(f"{self.path}: cannot open the annotation database: {e}") from None
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = FULL")
-            if write:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            else:
-                yield conn
-        finally:
-            conn.close()
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     def _migrate(self) -> None:
         with self.connect() as conn:
