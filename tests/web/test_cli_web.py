@@ -33,6 +33,13 @@ def test_users_add_and_list(tmp_path: Path) -> None:
     assert isinstance(r.exception, StoreError) and "already exists" in str(r.exception)
     r = runner.invoke(app, ["users", "add", "bob", "--db", str(db), "--password-stdin"], input="short\n")
     assert isinstance(r.exception, AuthError) and "at least 8" in str(r.exception)
+    r = runner.invoke(app, ["users", "passwd", "alice", "--db", str(db), "--password-stdin"], input="new-secret-pass\n")
+    assert r.exit_code == 0, r.output
+    from thoughtsource.web.auth import authenticate
+
+    assert authenticate(AnnotationDB(db), "alice", "new-secret-pass").name == "alice"
+    r = runner.invoke(app, ["users", "passwd", "nobody", "--db", str(db), "--password-stdin"], input="new-secret-pass\n")
+    assert isinstance(r.exception, StoreError) and "no user named" in str(r.exception)
 
 
 def test_serve_builds_the_app_from_the_files(tmp_path: Path, examples_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -203,3 +203,18 @@ def test_app_secret_lives_in_thoughtsource_home(app) -> None:
     from thoughtsource import paths
 
     assert (paths.home() / SECRET_FILE).is_file()
+
+
+def test_failed_logins_are_throttled_per_user_name(app) -> None:
+    add_user(app, "alice")
+    app.state.throttle.limit = 3
+    client = TestClient(app)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+    codes = []
+    for _ in range(4):
+        r = client.post("/login", data={"name": "alice", "password": "not the password", "csrf_token": token})
+        codes.append(r.status_code)
+        token = re.search(r'name="csrf_token" value="([^"]+)"', r.text).group(1)
+    assert codes == [401, 401, 401, 429]
+    r = client.post("/login", data={"name": "alice", "password": PASSWORD, "csrf_token": token}, follow_redirects=False)
+    assert r.status_code == 429 and "too many failed logins" in r.text

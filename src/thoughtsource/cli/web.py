@@ -39,6 +39,9 @@ def serve(
     settings = ServeSettings(files=files, db=_db_path(db), page_size=page_size, secure_cookies=secure_cookies,
                              **({"labels": [x.strip() for x in labels.split(",") if x.strip()]} if labels else {}))
     app = create_app(settings)
+    from ..web.similarity import pairwise
+
+    pairwise(["Warm up scikit-learn.", "Warm up scikit-learn now."])  # its first import takes seconds: not on a request
     if not AnnotationDB(settings.db).users():
         console.print(f"[yellow]no users yet[/]: create one with `thoughtsource users add NAME --role admin --db {settings.db}`")
     if host not in ("127.0.0.1", "localhost", "::1") and not secure_cookies:
@@ -75,6 +78,22 @@ def users_add(
         password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
     user = AnnotationDB(_db_path(db)).add_user(name, hash_password(password), role.value)
     console.print(f"added {user.role} [bold]{user.name}[/] to {_db_path(db)}")
+
+
+@users_app.command("passwd")
+def users_passwd(
+    name: str = typer.Argument(..., help="User name."),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin (for scripts)."),
+) -> None:
+    """Set a new password; ends the user's open sessions."""
+    from ..web.auth import hash_password
+    from ..web.db import AnnotationDB
+
+    password = sys.stdin.readline().rstrip("\n") if password_stdin else typer.prompt("Password", hide_input=True,
+                                                                                     confirmation_prompt=True)
+    AnnotationDB(_db_path(db)).set_password(name, hash_password(password))
+    console.print(f"new password set for [bold]{name}[/]; their sessions were ended")
 
 
 @users_app.command("list")

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import paths
 from ..errors import DataError, ThoughtSourceError
-from .auth import Forbidden, NotAuthenticated, Sessions, load_or_create_secret
+from .auth import Forbidden, LoginThrottle, NotAuthenticated, Sessions, load_or_create_secret
 from .data import NotFound, ServedData
 from .db import AnnotationDB
 
@@ -65,6 +65,7 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
     app.state.data = data if data is not None else ServedData.load(settings.files)
     app.state.sessions = Sessions(db, secret)
     app.state.sim_cache = {}
+    app.state.throttle = LoginThrottle()
     import jinja2
 
     # autoescape=True for every template (not only *.html): nothing from the data is ever marked safe.

@@ -125,6 +125,43 @@ def authenticate(db: AnnotationDB, name: str, password: str) -> User:
     return found[0]
 
 
+class LoginThrottle:
+    """At most ``limit`` failed logins per user name within ``window`` seconds (in memory, per process)."""
+
+    def __init__(self, limit: int = 10, window: float = 900.0) -> None:
+        self.limit = limit
+        self.window = window
+        self._failures: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, name: str, now: float) -> list[float]:
+        times = [t for t in self._failures.get(name, []) if now - t < self.window]
+        self._failures[name] = times
+        return times
+
+    def check(self, name: str) -> None:
+        import time
+
+        with self._lock:
+            if len(self._recent(name, time.monotonic())) >= self.limit:
+                raise TooManyAttempts(f"too many failed logins for this user; try again in {int(self.window // 60)} minutes")
+
+    def failed(self, name: str) -> None:
+        import time
+
+        with self._lock:
+            now = time.monotonic()
+            self._recent(name, now).append(now)
+
+    def succeeded(self, name: str) -> None:
+        with self._lock:
+            self._failures.pop(name, None)
+
+
+class TooManyAttempts(AuthError):
+    """Too many failed logins for one user name (HTTP 429)."""
+
+
 # --------------------------------------------------------------------------- sessions and CSRF
 class Sessions:
     """Signs session tokens into cookies, looks them up, and derives their CSRF tokens."""

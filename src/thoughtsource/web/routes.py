@@ -112,14 +112,20 @@ def login_form(request: Request, next: str = "") -> Response:
 @pages.post("/login")
 def login(request: Request, name: Annotated[str, Form(max_length=200)], password: Annotated[str, Form(max_length=1000)],
           next: Annotated[str, Form(max_length=2000)] = "") -> Response:
+    throttle: auth.LoginThrottle = request.app.state.throttle
     try:
+        throttle.check(name)
         user = auth.authenticate(_db(request), name, password)
-    except auth.NotAuthenticated as e:
+    except (auth.NotAuthenticated, auth.TooManyAttempts) as e:
+        if isinstance(e, auth.NotAuthenticated):
+            throttle.failed(name)
+            log.warning("failed login for user name %r", name[:100])
         cookie, token = request.app.state.sessions.login_nonce()
         response = _render(request, "login.html", None, csrf=token, next=_safe_next(next), error=str(e))
-        response.status_code = 401
+        response.status_code = 401 if isinstance(e, auth.NotAuthenticated) else 429
         _set_cookie(request, response, auth.LOGIN_COOKIE, cookie, max_age=3600)
         return response
+    throttle.succeeded(name)
     response = RedirectResponse(_safe_next(next), status_code=303)
     _set_cookie(request, response, auth.SESSION_COOKIE, request.app.state.sessions.start(user), max_age=auth.SESSION_DAYS * 86400)
     response.delete_cookie(auth.LOGIN_COOKIE, path="/")
