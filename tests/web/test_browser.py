@@ -74,8 +74,6 @@ def test_annotate_with_keyboard_and_highlight_similarity(make_app, served, brows
         _login(page, base, "alice")
         page.goto(base + "/samples?dataset=commonsense_qa&model=gpt-3.5-turbo")
         assert page.locator("table.samples tbody tr").count() == 25
-        DOCS_IMG.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(DOCS_IMG / "web_list.png"))
 
         page.locator("td.q a").first.click()
         page.wait_for_url(re.compile(r".*/sample/commonsense_qa/validation/.*"))
@@ -152,6 +150,14 @@ def test_annotate_with_keyboard_and_highlight_similarity(make_app, served, brows
         assert "dataset=commonsense_qa" in page.url and "model=gpt-3.5-turbo" in page.url
         page.keyboard.press("k")
         page.wait_for_url(url)
+
+        # back on the list: the sample is marked annotated and the progress meter moved
+        page.click("text=← list")
+        page.wait_for_url(re.compile(r".*/samples\?dataset=commonsense_qa&model=gpt-3.5-turbo$"))
+        assert page.locator("table.samples tbody tr").first.locator(".tag.done").count() == 1
+        assert page.locator("#my-progress").get_attribute("value") == "3"
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(DOCS_IMG / "web_list.png"))
     assert not errors, errors
 
 
