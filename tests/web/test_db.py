@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import stat
 import threading
 from pathlib import Path
 
@@ -22,6 +23,8 @@ def test_wal_mode_and_migrations_applied_once(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert [r[0] for r in conn.execute("SELECT name FROM _migrations")] == ["m001_initial"]
     assert db.count() == 0
+    for suffix in ("", "-wal", "-shm"):  # it holds password hashes
+        assert stat.S_IMODE((tmp_path / f"a.sqlite{suffix}").stat().st_mode) == 0o600, suffix
 
 
 def test_upsert_is_unique_per_cot_annotator_key(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import contextlib
 import datetime as _dt
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -137,6 +138,10 @@ class AnnotationDB:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            # password hashes live here: owner-only (SQLite gives the -wal/-shm files the same mode)
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         self._local = threading.local()
         self._migrate()
 
