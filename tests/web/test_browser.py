@@ -150,6 +150,10 @@ def test_annotate_with_keyboard_and_highlight_similarity(make_app, served, brows
         assert "dataset=commonsense_qa" in page.url and "model=gpt-3.5-turbo" in page.url
         page.keyboard.press("k")
         page.wait_for_url(url)
+        page.keyboard.press("ArrowRight")
+        page.wait_for_url(lambda u: u != url)
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_url(url)
 
         # back on the list: the sample is marked annotated and the progress meter moved
         page.click("text=← list")

@@ -151,6 +151,9 @@ class LoginThrottle:
 
         with self._lock:
             now = time.monotonic()
+            if len(self._failures) > 10_000:  # many distinct names: forget the stale ones
+                for key in [k for k, ts in self._failures.items() if not ts or now - ts[-1] >= self.window]:
+                    del self._failures[key]
             self._recent(name, now).append(now)
 
     def succeeded(self, name: str) -> None:

@@ -11,7 +11,7 @@ import json
 import logging
 import math
 from typing import Annotated, Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
@@ -21,7 +21,7 @@ from .. import io
 from ..errors import DataError
 from . import agreement as agreement_mod
 from . import auth
-from .data import Filters, Item, ServedData, cot_correct, cot_id, model_name
+from .data import Filters, Item, NotFound, ServedData, cot_correct, cot_id, model_name
 from .db import AnnotationDB, User
 from .similarity import pairwise, segments
 
@@ -184,8 +184,6 @@ def samples(request: Request, user: CurrentUser, f: Annotated[Filters, Depends(_
 
 
 def _sample_href(it: Item, f: Filters) -> str:
-    from urllib.parse import quote
-
     path = "/sample/" + "/".join(quote(p, safe="") for p in (it.dataset, it.split, it.sample.id))
     q = f.query()
     return path + ("?" + urlencode(q) if q else "")
@@ -355,8 +353,6 @@ def delete_annotation(request: Request, annotation_id: int, user: CurrentUser) -
     db = _db(request)
     row = db.get(annotation_id)
     if row is None or (row.annotator != user.name and not user.is_admin):
-        from .data import NotFound
-
         raise NotFound("no such annotation")  # do not reveal other annotators' row ids
     auth.can_change(user, row)
     db.delete(annotation_id, user.name)
