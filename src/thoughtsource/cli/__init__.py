@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "thoughtsource.cli.datasets",
     "thoughtsource.cli.stats",
     "thoughtsource.cli.evaluate",
+    "thoughtsource.cli.web",
 ]
 
 _state = {"debug": False}

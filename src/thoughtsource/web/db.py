@@ -1,0 +1,346 @@
+"""SQLite storage of the annotator: users, sessions and annotations (WAL mode).
+
+One connection per thread (the server's worker threads each get their own, kept open: closing the
+last connection of a WAL database checkpoints it, which would cost a checkpoint per request); a
+connection is never shared between threads.  Every write is one short ``BEGIN IMMEDIATE``
+transaction and every connection waits up to ``busy_timeout`` for the write lock, so many
+annotators saving at once are serialised by SQLite instead of failing.  ``synchronous=NORMAL`` is
+the WAL setting SQLite recommends: never corrupt, and a committed annotation survives a crash of the
+server (only a power loss can undo the last commits).  The schema only moves forward: ``MIGRATIONS`` is an
+append-only list recorded in ``_migrations``.
+
+An annotation is unique per (CoT, annotator, key); a CoT is addressed by (dataset, split, sample id,
+CoT id) as they appear in the served ThoughtSource files.  Values are stored as JSON text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreError
+
+log = logging.getLogger(__name__)
+
+ROLES = ("annotator", "admin")
+BUSY_TIMEOUT_MS = 30_000
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "m001_initial",
+        """
+        CREATE TABLE users (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            password_hash TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('annotator', 'admin')),
+            created TEXT NOT NULL
+        );
+        CREATE TABLE sessions (
+            token_hash TEXT PRIMARY KEY,
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            created TEXT NOT NULL,
+            expires TEXT NOT NULL
+        );
+        CREATE TABLE annotations (
+            id INTEGER PRIMARY KEY,
+            dataset TEXT NOT NULL,
+            split TEXT NOT NULL,
+            sample_id TEXT NOT NULL,
+            cot_id TEXT NOT NULL,
+            annotator TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            created TEXT NOT NULL,
+            updated TEXT NOT NULL,
+            UNIQUE (dataset, split, sample_id, cot_id, annotator, key)
+        );
+        CREATE INDEX annotations_by_annotator ON annotations (annotator);
+        CREATE INDEX annotations_by_sample ON annotations (dataset, split, sample_id);
+        """,
+    ),
+]
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class CotRef:
+    """Where a generated CoT lives in the served data."""
+
+    dataset: str
+    split: str
+    sample_id: str
+    cot_id: str
+
+
+@dataclass(frozen=True)
+class User:
+    id: int
+    name: str
+    role: str
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+@dataclass(frozen=True)
+class AnnotationRow:
+    id: int
+    ref: CotRef
+    annotator: str
+    key: str
+    value: Any
+    created: str
+    updated: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "dataset": self.ref.dataset,
+            "split": self.ref.split,
+            "sample_id": self.ref.sample_id,
+            "cot_id": self.ref.cot_id,
+            "annotator": self.annotator,
+            "key": self.key,
+            "value": self.value,
+            "updated": self.updated,
+        }
+
+
+def _row(r: sqlite3.Row) -> AnnotationRow:
+    return AnnotationRow(
+        id=r["id"],
+        ref=CotRef(r["dataset"], r["split"], r["sample_id"], r["cot_id"]),
+        annotator=r["annotator"],
+        key=r["key"],
+        value=json.loads(r["value"]),
+        created=r["created"],
+        updated=r["updated"],
+    )
+
+
+class AnnotationDB:
+    """The annotator's database file.  Thread-safe: every call opens its own connection."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            # password hashes live here: owner-only (SQLite gives the -wal/-shm files the same mode)
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        self._local = threading.local()
+        self._migrate()
+
+    # ------------------------------------------------------------------ plumbing
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA foreign_keys = ON")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.Error as e:
+                raise StoreError(f"{self.path}: cannot open the annotation database: {e}") from None
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close this thread's connection (the others close when their threads end)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    @contextlib.contextmanager
+    def connect(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """This thread's connection; with ``write=True`` inside one ``BEGIN IMMEDIATE`` transaction."""
+        conn = self._connection()
+        if not write:
+            yield conn
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self.connect() as conn:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise StoreError(f"{self.path}: could not switch the database to WAL mode (got {mode!r})")
+        with self.connect(write=True) as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
+            done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
+            for name, sql in MIGRATIONS:
+                if name in done:
+                    continue
+                for stmt in (s.strip() for s in sql.split(";")):
+                    if stmt:
+                        conn.execute(stmt)
+                conn.execute("INSERT INTO _migrations (name, applied) VALUES (?, ?)", (name, now()))
+                log.debug("%s: applied migration %s", self.path, name)
+
+    # ------------------------------------------------------------------ users
+    def add_user(self, name: str, password_hash: str, role: str) -> User:
+        if role not in ROLES:
+            raise StoreError(f"unknown role {role!r}; one of {', '.join(ROLES)}")
+        try:
+            with self.connect(write=True) as conn:
+                cur = conn.execute(
+                    "INSERT INTO users (name, password_hash, role, created) VALUES (?, ?, ?, ?)", (name, password_hash, role, now())
+                )
+                return User(int(cur.lastrowid or 0), name, role)
+        except sqlite3.IntegrityError:
+            raise StoreError(f"{self.path}: a user named {name!r} already exists") from None
+
+    def set_password(self, name: str, password_hash: str) -> None:
+        with self.connect(write=True) as conn:
+            cur = conn.execute("UPDATE users SET password_hash = ? WHERE name = ?", (password_hash, name))
+            if cur.rowcount == 0:
+                raise StoreError(f"{self.path}: no user named {name!r}")
+            conn.execute("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)", (name,))
+
+    def user_credentials(self, name: str) -> tuple[User, str] | None:
+        with self.connect() as conn:
+            r = conn.execute("SELECT id, name, role, password_hash FROM users WHERE name = ?", (name,)).fetchone()
+        return (User(r["id"], r["name"], r["role"]), r["password_hash"]) if r else None
+
+    def users(self) -> list[User]:
+        with self.connect() as conn:
+            return [User(r["id"], r["name"], r["role"]) for r in conn.execute("SELECT id, name, role FROM users ORDER BY name")]
+
+    # ------------------------------------------------------------------ sessions
+    def create_session(self, token_hash: str, user: User, expires: str) -> None:
+        with self.connect(write=True) as conn:
+            conn.execute("DELETE FROM sessions WHERE expires < ?", (now(),))
+            conn.execute(
+                "INSERT INTO sessions (token_hash, user_id, created, expires) VALUES (?, ?, ?, ?)",
+                (token_hash, user.id, now(), expires),
+            )
+
+    def session_user(self, token_hash: str) -> User | None:
+        with self.connect() as conn:
+            r = conn.execute(
+                "SELECT u.id, u.name, u.role FROM sessions s JOIN users u ON u.id = s.user_id "
+                "WHERE s.token_hash = ? AND s.expires > ?",
+                (token_hash, now()),
+            ).fetchone()
+        return User(r["id"], r["name"], r["role"]) if r else None
+
+    def delete_session(self, token_hash: str) -> None:
+        with self.connect(write=True) as conn:
+            conn.execute("DELETE FROM sessions WHERE token_hash = ?", (token_hash,))
+
+    # ------------------------------------------------------------------ annotations
+    def upsert(self, ref: CotRef, annotator: str, key: str, value: Any) -> AnnotationRow:
+        """Insert or replace the (CoT, annotator, key) annotation; returns the stored row."""
+        t = now()
+        with self.connect(write=True) as conn:
+            conn.execute(
+                "INSERT INTO annotations (dataset, split, sample_id, cot_id, annotator, key, value, created, updated) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (dataset, split, sample_id, cot_id, annotator, key) DO UPDATE SET value = excluded.value, "
+                "updated = excluded.updated",
+                (ref.dataset, ref.split, ref.sample_id, ref.cot_id, annotator, key, json.dumps(value), t, t),
+            )
+            r = conn.execute(
+                "SELECT * FROM annotations WHERE dataset = ? AND split = ? AND sample_id = ? AND cot_id = ? AND annotator = ? "
+                "AND key = ?",
+                (ref.dataset, ref.split, ref.sample_id, ref.cot_id, annotator, key),
+            ).fetchone()
+        return _row(r)
+
+    def set_preferred(self, ref: CotRef, annotator: str, preferred: bool) -> AnnotationRow | None:
+        """Star (or un-star) a CoT; one preferred CoT per sample and annotator, in one transaction."""
+        t = now()
+        with self.connect(write=True) as conn:
+            conn.execute(
+                "DELETE FROM annotations WHERE dataset = ? AND split = ? AND sample_id = ? AND annotator = ? AND key = 'preferred'",
+                (ref.dataset, ref.split, ref.sample_id, annotator),
+            )
+            if not preferred:
+                return None
+            cur = conn.execute(
+                "INSERT INTO annotations (dataset, split, sample_id, cot_id, annotator, key, value, created, updated) "
+                "VALUES (?, ?, ?, ?, ?, 'preferred', 'true', ?, ?)",
+                (ref.dataset, ref.split, ref.sample_id, ref.cot_id, annotator, t, t),
+            )
+            r = conn.execute("SELECT * FROM annotations WHERE id = ?", (cur.lastrowid,)).fetchone()
+        return _row(r)
+
+    def delete_key(self, ref: CotRef, annotator: str, key: str) -> bool:
+        with self.connect(write=True) as conn:
+            cur = conn.execute(
+                "DELETE FROM annotations WHERE dataset = ? AND split = ? AND sample_id = ? AND cot_id = ? AND annotator = ? AND key = ?",
+                (ref.dataset, ref.split, ref.sample_id, ref.cot_id, annotator, key),
+            )
+            return cur.rowcount > 0
+
+    def get(self, annotation_id: int) -> AnnotationRow | None:
+        with self.connect() as conn:
+            r = conn.execute("SELECT * FROM annotations WHERE id = ?", (annotation_id,)).fetchone()
+        return _row(r) if r else None
+
+    def delete(self, annotation_id: int, annotator: str) -> bool:
+        """Delete a row by id, only if it belongs to ``annotator`` (the check is part of the statement)."""
+        with self.connect(write=True) as conn:
+            cur = conn.execute("DELETE FROM annotations WHERE id = ? AND annotator = ?", (annotation_id, annotator))
+            return cur.rowcount > 0
+
+    def annotations(
+        self,
+        *,
+        dataset: str | None = None,
+        split: str | None = None,
+        sample_id: str | None = None,
+        annotator: str | None = None,
+    ) -> list[AnnotationRow]:
+        where, args = [], []
+        for col, val in (("dataset", dataset), ("split", split), ("sample_id", sample_id), ("annotator", annotator)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = "SELECT * FROM annotations" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
+        with self.connect() as conn:
+            return [_row(r) for r in conn.execute(sql, args)]
+
+    def annotated_samples(self, annotator: str | None = None) -> set[tuple[str, str, str]]:
+        """(dataset, split, sample id) of the samples with at least one annotation (of ``annotator``, or anyone's)."""
+        sql = "SELECT DISTINCT dataset, split, sample_id FROM annotations"
+        args: tuple[str, ...] = ()
+        if annotator is not None:
+            sql += " WHERE annotator = ?"
+            args = (annotator,)
+        with self.connect() as conn:
+            return {(r[0], r[1], r[2]) for r in conn.execute(sql, args)}
+
+    def annotated_cots(self) -> dict[str, set[CotRef]]:
+        """Per annotator: the CoTs they annotated (any key)."""
+        out: dict[str, set[CotRef]] = {}
+        with self.connect() as conn:
+            for r in conn.execute("SELECT DISTINCT annotator, dataset, split, sample_id, cot_id FROM annotations"):
+                out.setdefault(r[0], set()).add(CotRef(r[1], r[2], r[3], r[4]))
+        return out
+
+    def count(self) -> int:
+        with self.connect() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM annotations").fetchone()[0])

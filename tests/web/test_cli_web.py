@@ -1,0 +1,116 @@
+"""The annotator's commands: users add/list, serve (wiring), annotations export, agreement."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from thoughtsource.cli import app
+from thoughtsource.errors import AuthError, StoreError
+from thoughtsource.web.db import AnnotationDB, CotRef
+
+from .test_agreement import LABEL, example_rows
+
+runner = CliRunner()
+
+
+def test_users_add_and_list(tmp_path: Path) -> None:
+    db = tmp_path / "a.sqlite"
+    r = runner.invoke(app, ["users", "add", "alice", "--db", str(db)], input="s3cret-pass\ns3cret-pass\n")
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["users", "add", "root", "--role", "admin", "--db", str(db), "--password-stdin"], input="adm1n-pass\n")
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["users", "list", "--db", str(db)])
+    assert r.exit_code == 0 and "alice" in r.output and "admin" in r.output
+    stored = AnnotationDB(db).user_credentials("alice")
+    assert stored is not None and stored[1].startswith("$argon2id$") and "s3cret" not in stored[1]
+    r = runner.invoke(app, ["users", "add", "alice", "--db", str(db), "--password-stdin"], input="another-pass\n")
+    assert isinstance(r.exception, StoreError) and "already exists" in str(r.exception)
+    r = runner.invoke(app, ["users", "add", "bob", "--db", str(db), "--password-stdin"], input="short\n")
+    assert isinstance(r.exception, AuthError) and "at least 8" in str(r.exception)
+    r = runner.invoke(app, ["users", "passwd", "alice", "--db", str(db), "--password-stdin"], input="new-secret-pass\n")
+    assert r.exit_code == 0, r.output
+    from thoughtsource.web.auth import authenticate
+
+    assert authenticate(AnnotationDB(db), "alice", "new-secret-pass").name == "alice"
+    r = runner.invoke(app, ["users", "passwd", "nobody", "--db", str(db), "--password-stdin"], input="new-secret-pass\n")
+    assert isinstance(r.exception, StoreError) and "no user named" in str(r.exception)
+
+
+def test_serve_builds_the_app_from_the_files(tmp_path: Path, examples_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    seen = {}
+    monkeypatch.setattr(uvicorn, "run", lambda a, **kw: seen.update(app=a, **kw))
+    f = examples_dir / "annotated" / "annotated_set.json"
+    r = runner.invoke(app, ["serve", str(f), "--db", str(tmp_path / "a.sqlite"), "--port", "8123", "--labels", "Good, Bad"])
+    assert r.exit_code == 0, r.output
+    assert "serving 36 samples" in r.output and "no users yet" in r.output
+    assert seen["port"] == 8123 and seen["host"] == "127.0.0.1"
+    assert seen["app"].state.settings.labels == ["Good", "Bad"]
+    assert TestClient(seen["app"]).get("/login").status_code == 200
+
+
+def _cot_refs(path: Path, n: int) -> list[CotRef]:
+    data = json.loads(path.read_text())
+    return [CotRef(d, s, x["id"], c["id"]) for d, sp in data.items() for s, xs in sp.items() for x in xs
+            for c in x["generated_cot"]][:n]
+
+
+def test_export_writes_into_generated_cot_annotations(tmp_path: Path, examples_dir: Path) -> None:
+    f = examples_dir / "annotated" / "annotated_set.json"
+    db = AnnotationDB(tmp_path / "a.sqlite")
+    refs = _cot_refs(f, 3)
+    db.upsert(refs[0], "alice", "Too verbose", True)
+    db.upsert(refs[0], "alice", "comment", 'says "floor", then <carpet>')
+    db.upsert(refs[1], "bob", "Incorrect reasoning", False)
+    db.set_preferred(refs[2], "bob", True)
+    db.upsert(CotRef("no_such", "test", "x", "y"), "bob", "Too verbose", True)  # not in the file: reported, skipped
+    out = tmp_path / "out.json"
+    args = ["annotations", "export", str(f), "--db", str(db.path), "--out", str(out)]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert "wrote 4 annotation(s)" in r.output
+
+    def annotations(path: Path) -> dict[str, list[dict]]:
+        d = json.loads(path.read_text())
+        return {c["id"]: c["annotations"] for sp in d.values() for xs in sp.values() for x in xs for c in x["generated_cot"]}
+
+    before, after = annotations(f), annotations(out)
+    first = after[refs[0].cot_id]
+    assert first[: len(before[refs[0].cot_id])] == before[refs[0].cot_id]  # Rob's annotations from the file are kept
+    ours = [a for a in first if a["author"] == "alice"]
+    assert [(a["key"], a["value"]) for a in ours] == [("Too verbose", True), ("comment", 'says "floor", then <carpet>')]
+    assert all(a["date"] for a in ours)
+    assert [(a["author"], a["key"], a["value"]) for a in after[refs[2].cot_id] if a["author"] == "bob"] == [("bob", "preferred", True)]
+    total = sum(len(v) for v in after.values())
+    assert total == sum(len(v) for v in before.values()) + 4
+    # exporting again over the exported file replaces instead of duplicating
+    r = runner.invoke(app, ["annotations", "export", str(out), "--db", str(db.path), "--out", str(tmp_path / "again.json")])
+    assert r.exit_code == 0
+    assert sum(len(v) for v in annotations(tmp_path / "again.json").values()) == total
+
+    r = runner.invoke(app, [*args[:-2], "--out", str(tmp_path / "out.csv"), "--format", "csv", "--annotator", "alice"])
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader((tmp_path / "out.csv").open(newline="")))
+    assert [(x["annotator"], x["key"], x["value"], x["model"]) for x in rows] == [
+        ("alice", "Too verbose", "true", "text-davinci-003"), ("alice", "comment", 'says "floor", then <carpet>', "text-davinci-003")]
+
+
+def test_agreement_command(tmp_path: Path) -> None:
+    db = AnnotationDB(tmp_path / "a.sqlite")
+    for row in example_rows():
+        db.upsert(row.ref, row.annotator, row.key, row.value)
+    r = runner.invoke(app, ["agreement", "--db", str(db.path), "--json"])
+    assert r.exit_code == 0, r.output
+    res = {x["label"]: x for x in json.loads(r.output)}
+    assert res[LABEL]["units"] == 5 and res[LABEL]["alpha"] == pytest.approx(1 / 3)
+    assert {(k["a"], k["b"]): k["kappa"] for k in res[LABEL]["kappas"]} == {
+        ("A", "B"): pytest.approx(0.4), ("A", "C"): pytest.approx(1.0), ("B", "C"): pytest.approx(-1.0)}
+    r = runner.invoke(app, ["agreement", "--db", str(db.path)])
+    assert r.exit_code == 0 and "0.333" in r.output and "A-B (3): 0.400" in r.output

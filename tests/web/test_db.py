@@ -1,0 +1,87 @@
+"""The annotation database: WAL mode, one row per (CoT, annotator, key), one star per sample, migrations once."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from thoughtsource.errors import StoreError
+from thoughtsource.web.db import AnnotationDB, CotRef
+
+REF = CotRef("worldtree", "test", "s1", "c1")
+REF2 = CotRef("worldtree", "test", "s1", "c2")
+
+
+def test_wal_mode_and_migrations_applied_once(tmp_path: Path) -> None:
+    db = AnnotationDB(tmp_path / "a.sqlite")
+    AnnotationDB(tmp_path / "a.sqlite")  # reopening applies nothing twice
+    conn = sqlite3.connect(tmp_path / "a.sqlite")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert [r[0] for r in conn.execute("SELECT name FROM _migrations")] == ["m001_initial"]
+    assert db.count() == 0
+    for suffix in ("", "-wal", "-shm"):  # it holds password hashes
+        assert stat.S_IMODE((tmp_path / f"a.sqlite{suffix}").stat().st_mode) == 0o600, suffix
+
+
+def test_upsert_is_unique_per_cot_annotator_key(tmp_path: Path) -> None:
+    db = AnnotationDB(tmp_path / "a.sqlite")
+    first = db.upsert(REF, "alice", "Too verbose", True)
+    second = db.upsert(REF, "alice", "Too verbose", False)
+    assert first.id == second.id and second.value is False
+    db.upsert(REF, "bob", "Too verbose", True)
+    db.upsert(REF, "alice", "comment", "long <b>")
+    assert db.count() == 3
+    assert {(r.annotator, r.key, r.value) for r in db.annotations(sample_id="s1")} == {
+        ("alice", "Too verbose", False), ("bob", "Too verbose", True), ("alice", "comment", "long <b>")}
+    assert db.delete_key(REF, "alice", "comment") and not db.delete_key(REF, "alice", "comment")
+    with pytest.raises(sqlite3.IntegrityError), db.connect(write=True) as conn:
+        conn.execute("INSERT INTO annotations (dataset, split, sample_id, cot_id, annotator, key, value, created, updated) "
+                     "VALUES ('worldtree', 'test', 's1', 'c1', 'bob', 'Too verbose', 'true', '', '')")
+
+
+def test_one_preferred_cot_per_sample_and_annotator(tmp_path: Path) -> None:
+    db = AnnotationDB(tmp_path / "a.sqlite")
+    db.set_preferred(REF, "alice", True)
+    db.set_preferred(REF2, "alice", True)
+    db.set_preferred(REF, "bob", True)
+    stars = {(r.annotator, r.ref.cot_id) for r in db.annotations() if r.key == "preferred"}
+    assert stars == {("alice", "c2"), ("bob", "c1")}
+    db.set_preferred(REF2, "alice", False)
+    assert {(r.annotator, r.ref.cot_id) for r in db.annotations() if r.key == "preferred"} == {("bob", "c1")}
+
+
+def test_delete_by_id_only_by_its_author(tmp_path: Path) -> None:
+    db = AnnotationDB(tmp_path / "a.sqlite")
+    row = db.upsert(REF, "alice", "Too verbose", True)
+    assert not db.delete(row.id, "bob")
+    assert db.get(row.id) is not None
+    assert db.delete(row.id, "alice") and db.get(row.id) is None
+
+
+def test_users_unique_and_roles_checked(tmp_path: Path) -> None:
+    db = AnnotationDB(tmp_path / "a.sqlite")
+    db.add_user("alice", "hash", "admin")
+    with pytest.raises(StoreError, match="already exists"):
+        db.add_user("alice", "hash", "annotator")
+    with pytest.raises(StoreError, match="unknown role"):
+        db.add_user("bob", "hash", "root")
+    assert [(u.name, u.role) for u in db.users()] == [("alice", "admin")]
+
+
+def test_concurrent_writers_from_threads_lose_nothing(tmp_path: Path) -> None:
+    db = AnnotationDB(tmp_path / "a.sqlite")
+
+    def work(n: int) -> None:
+        for k in range(25):
+            db.upsert(CotRef("d", "s", f"x{k}", "c"), f"user{n}", "Too verbose", True)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert db.count() == 200
