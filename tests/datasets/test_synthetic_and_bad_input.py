@@ -178,3 +178,22 @@ def test_checksum_mismatch_is_never_accepted(tmp_path: Path, data_dir: Path) -> 
         fh.write(b"X")  # same size, different content
     with pytest.raises(DataError, match="sha256 mismatch"):
         datasets.load("qed", data_dir=tmp_path, use_cache=False)
+
+
+def test_medmc_qa_cop_is_one_based_per_published_samples(examples_dir: Path) -> None:
+    """Evidence for the format assumption ``answer = options[cop - 1]`` without the raw files: in the published
+    samples (converted with ``choices[cop-1]``) every explanation that names its option letter ("Ans-a",
+    "Ans. is 'c'") names the published answer."""
+    import re
+
+    published: dict[str, dict] = {}
+    for path in sorted((examples_dir / "model_runs").glob("*.json")):
+        for s in json.loads(path.read_text())["medmc_qa"]["validation"]:
+            published[s["id"]] = s
+    letters = []
+    for s in published.values():
+        m = re.match(r"\s*Ans(?:wer)?[\s.:-]*(?:is)?[\s.:-]*\(?'?([a-dA-D])\b", s["cot"][0]) if s["cot"] else None
+        if m:
+            letters.append(("abcd".index(m.group(1).lower()), s["choices"].index(s["answer"][0])))
+    assert len(letters) >= 80
+    assert all(named == answer for named, answer in letters)

@@ -44,7 +44,7 @@ SPEC = DatasetSpec(
         "author={Aggarwal, Shourya and Mandowara, Divyanshu and Agrawal, Vishwajeet and Khandelwal, Dinesh and Singla, Parag "
         "and Garg, Dinesh}, booktitle={ACL-IJCNLP}, year={2021}, pages={3050--3065}}"
     ),
-    license="Unknown (CommonsenseQA, see jonathanherzig/commonsenseqa#5); ECQA explanations: CDLA-Sharing-1.0",
+    license="unknown (CQA, see jonathanherzig/commonsenseqa#5); ECQA: CDLA-Sharing-1.0",
     answer_type="multiplechoice",
     splits=("train", "validation", "test"),
     sources=(

@@ -41,7 +41,7 @@ SPEC = DatasetSpec(
         "Inference Patterns supporting Multi-Hop Inference}, author={Xie, Zhengnan and Thiem, Sebastian and Martin, Jaycie "
         "and Wainwright, Elizabeth and Marmorstein, Steven and Jansen, Peter}, booktitle={LREC}, year={2020}, pages={5456--5473}}"
     ),
-    license="Custom (AI2 Mercury dataset EULA, non-commercial research); see the archive's EULA",
+    license="AI2 Mercury EULA (non-commercial research)",
     answer_type="multiplechoice",
     splits=("train", "validation", "test"),
     sources=(
