@@ -151,9 +151,9 @@ class GenerateConfig(BaseModel):
             problems = [f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in e.errors()]
             raise ConfigError("invalid generate config", problems=problems) from None
 
-    def model_info(self, sample_index: int) -> dict[str, Any]:
+    def model_info(self, sample_index: int, name: str | None = None) -> dict[str, Any]:
         """What is stored as a CoT's ``model``: the name and the generation parameters."""
-        info: dict[str, Any] = {"name": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        info: dict[str, Any] = {"name": name or self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
         if self.top_p != 1.0:
             info["top_p"] = self.top_p
         if self.n > 1 or self.temperature > 0:
@@ -412,7 +412,8 @@ async def _execute(units: list[CotUnit], backend: Backend, store: CompletionStor
         report.retries = counters.retries if counters is not None else dispatcher.retries
 
 
-def _attach(units: list[CotUnit], cfg: GenerateConfig, fragments: Fragments, api_service: str, report: GenerateReport) -> None:
+def _attach(units: list[CotUnit], cfg: GenerateConfig, fragments: Fragments, api_service: str, model_name: str,
+            report: GenerateReport) -> None:
     """Attach results in plan order; ids derive from store keys, so nothing is attached twice."""
     for u in units:
         if u.cot is None:
@@ -433,7 +434,7 @@ def _attach(units: list[CotUnit], cfg: GenerateConfig, fragments: Fragments, api
                 author=cfg.author,
                 date=u.cot.created_at,
                 api_service=api_service,
-                model=cfg.model_info(u.sample_index),
+                model=cfg.model_info(u.sample_index, model_name),
                 comment="",
                 annotations=[],
             )
@@ -518,7 +519,8 @@ def generate(
                     await be.aclose()
 
         asyncio.run(main())
-        _attach(units, cfg, fragments, cfg.api_service or be.name, report)
+        model_name = identity.get("model") if backend is not None else None
+        _attach(units, cfg, fragments, cfg.api_service or be.name, str(model_name or cfg.model), report)
     finally:
         if own_store:
             st.close()
