@@ -477,7 +477,7 @@ def generate(
     collection: Collection,
     config: GenerateConfig | dict[str, Any] | None = None,
     *,
-    backend: Backend | None = None,
+    backend: Backend | str | None = None,
     store: CompletionStore | str | os.PathLike[str] | None = None,
     progress: bool = True,
     dry_run: bool = False,
@@ -487,10 +487,12 @@ def generate(
     """Generate CoTs (and extracted answers) for every sample of ``collection``, in place.
 
     ``config`` is a :class:`GenerateConfig`, a dict (ours, or the paper's Figure-3 dict) or None;
-    ``overrides`` are config fields on top of it.  ``backend`` replaces the one the config names
-    (it is then not closed here); ``store`` is a store or its path (default: ``config.db``, else
+    ``overrides`` are config fields on top of it.  ``backend`` is a backend name (a config field) or
+    a backend instance that replaces the one the config names (it is then not closed here); ``store`` is a store or its path (default: ``config.db``, else
     ``$THOUGHTSOURCE_HOME/completions.sqlite``).
     """
+    if isinstance(backend, str):
+        overrides["backend"], backend = backend, None
     cfg = GenerateConfig.parse(config, **overrides)
     fragments = load_fragments(cfg.fragments_files)
     problems = (fragments.check("instructions", cfg.instruction_keys) + fragments.check("cot_triggers", cfg.cot_trigger_keys)
@@ -507,7 +509,7 @@ def generate(
         units = plan(collection, cfg, fragments, identity, exemplar_pool)
         if dry_run:
             report = _dry_run(units, st, cfg, fragments, identity)
-            log.info("%s", report.summary())
+            log.debug("%s", report.summary())
             return report
         report = GenerateReport(cot_requests=len(units), answer_requests=sum(len(u.extractions) for u in units))
 
