@@ -54,7 +54,6 @@ API_SERVICES: dict[str, tuple[str, bool | None]] = {
     "transformers": ("transformers", None),
     "local": ("transformers", None),
 }
-DEFAULT_BATCH_SIZE = {"openai": 1, "transformers": 16}
 CHARS_PER_TOKEN = 4.0  # dry-run estimate of prompt tokens from characters
 
 
@@ -87,7 +86,10 @@ class GenerateConfig(BaseModel):
     few_shot_split: str = Field(default="train", description="Split of the same dataset the exemplars come from.")
     few_shot_seed: int = Field(default=0, description="Seed of the exemplar draw.")
     concurrency: int = Field(default=64, ge=1, description="Backend calls in flight at most.")
-    batch_size: int | None = Field(default=None, ge=1, description="Requests per backend call (default: 1 for servers, 16 local).")
+    batch_size: int = Field(
+        default=1, ge=1,
+        description="Requests per backend call; 1 stores each completion the moment it is done (backends batch concurrent calls).",
+    )
     fragments_files: list[Path] = Field(default_factory=list, description="User fragment files added to the bundled ones.")
     backend_options: dict[str, Any] = Field(default_factory=dict, description="Extra options passed to the backend.")
     db: Path | None = Field(default=None, description="Completion store (default: $THOUGHTSOURCE_HOME/completions.sqlite).")
@@ -375,7 +377,7 @@ async def _execute(units: list[CotUnit], backend: Backend, store: CompletionStor
 
     counters = getattr(backend, "counters", None)
     total = sum(1 + len(u.extractions) for u in units)
-    batch_size = cfg.batch_size or DEFAULT_BATCH_SIZE.get(backend.name, 1)
+    batch_size = cfg.batch_size
     with progress("retries", "errors", enabled=show_progress) as bar:
         task = bar.add_task("generate", total=total, retries=0, errors=0)
 
