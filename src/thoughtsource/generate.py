@@ -523,8 +523,13 @@ def generate(
                     await be.aclose()
 
         asyncio.run(main())
-        model_name = identity.get("model") if backend is not None else None
-        _attach(units, cfg, fragments, cfg.api_service or be.name, str(model_name or cfg.model), report)
+        model_name, api_service = cfg.model, cfg.api_service or be.name
+        if backend is not None and be.name != cfg.backend:  # the instance passed in is what ran
+            model_name, api_service = str(identity.get("model") or cfg.model), be.name
+            log.info("generate: the %s backend passed in replaces backend '%s' of the config", be.name, cfg.backend)
+        elif backend is not None:
+            model_name = str(identity.get("model") or cfg.model)
+        _attach(units, cfg, fragments, api_service, model_name, report)
     finally:
         if own_store:
             st.close()
