@@ -27,6 +27,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "thoughtsource.cli.data",
     "thoughtsource.cli.generate",
+    "thoughtsource.cli.demo",
 ]
 
 _state = {"debug": False}
