@@ -165,3 +165,26 @@ def test_backend_instance_can_be_passed(worldtree: Collection, tmp_path: Path):
     assert report.called == 4 and paths == {"/v1/chat/completions"}
     cot = c.data["worldtree"]["train"][0].generated_cot[0]
     assert cot.model["name"] == "fault-echo" and cot.api_service == "openai"
+
+
+def test_failed_requests_are_counted_and_the_cli_exits_1(examples_dir: Path, tmp_path: Path, worldtree: Collection):
+    c = worldtree.select(split="train", number_samples=3)
+    with run_fault_server(rate_500=1.0) as server:
+        report = generate(c, base_urls=[server.base_url], backend="openai", model="fault-echo", store=tmp_path / "s.sqlite",
+                          backend_options={**FAST_RETRIES, "max_attempts": 2}, progress=False)
+        assert report.errors == 3 and report.called == 0 and len(server.requests) == 6
+        assert "HTTP 500" in report.error_messages[0] and "worldtree/train/" in report.error_messages[0]
+        assert all(x.generated_cot == [] for _, _, x in c.samples())
+        out = tmp_path / "out.json"
+        r = CliRunner().invoke(app, ["generate", "--file", str(examples_dir / "tests_unit_data" / "worldtree_1_merge.json"),
+                                     "--backend", "openai", "--base-url", server.base_url, "--model", "fault-echo",
+                                     "--out", str(out), "--db", str(tmp_path / "s2.sqlite")])
+    assert r.exit_code == 1 and out.exists()  # what succeeded is written; the error says how to fill the gaps
+
+
+async def test_generate_works_inside_a_running_event_loop(worldtree: Collection, tmp_path: Path):
+    """As in a Jupyter notebook, where the paper's Figure-3 program usually runs."""
+    c = worldtree.select(split="train", number_samples=2)
+    with run_fault_server() as server:
+        c.generate(FIGURE_3, base_urls=[server.base_url], model="fault-echo", store=tmp_path / "s.sqlite", progress=False)
+    assert all(len(x.generated_cot) == 1 for _, _, x in c.samples())

@@ -458,6 +458,19 @@ def _attach(units: list[CotUnit], cfg: GenerateConfig, fragments: Fragments, api
             report.attached_answers += 1
 
 
+def _run_coroutine(factory: Any) -> None:
+    """Run ``factory()`` to completion, also when called from a running event loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(factory())
+        return
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="thoughtsource-generate") as pool:
+        pool.submit(lambda: asyncio.run(factory())).result()
+
+
 def make_backend(cfg: GenerateConfig) -> Backend:
     """The backend a config names, with the config's model, servers and concurrency."""
     from .backends import get_backend
@@ -522,7 +535,7 @@ def generate(
                 if own_backend:
                     await be.aclose()
 
-        asyncio.run(main())
+        _run_coroutine(main)
         model_name, api_service = cfg.model, cfg.api_service or be.name
         if backend is not None and be.name != cfg.backend:  # the instance passed in is what ran
             model_name, api_service = str(identity.get("model") or cfg.model), be.name
