@@ -188,3 +188,24 @@ async def test_generate_works_inside_a_running_event_loop(worldtree: Collection,
     with run_fault_server() as server:
         c.generate(FIGURE_3, base_urls=[server.base_url], model="fault-echo", store=tmp_path / "s.sqlite", progress=False)
     assert all(len(x.generated_cot) == 1 for _, _, x in c.samples())
+
+
+def test_few_shot_prompts_carry_gold_exemplars(examples_dir: Path, tmp_path: Path):
+    full = Collection.from_json(examples_dir / "annotated" / "annotated_set.json")
+    c = full.select(split="train", number_samples=3)  # strategy_qa's train split only
+    assert c.names == ["strategy_qa"]
+    with run_fault_server() as server:
+        kw = dict(backend="openai", model="fault-echo", base_urls=[server.base_url], store=tmp_path / "s.sqlite", progress=False)
+        generate(c, {"few_shot": 2, "few_shot_seed": 1}, exemplar_pool=full, **kw)
+        with pytest.raises(ConfigError, match="needs the split 'dev' of dataset 'strategy_qa'"):
+            generate(c, {"few_shot": 2, "few_shot_split": "dev"}, **kw)
+    pool = full["strategy_qa"]["train"]
+    for _, _, x in c.samples():
+        ours = [g for g in x.generated_cot if isinstance(g.model, dict)]  # the file's own CoTs store model as a string
+        assert len(ours) == 1 and len(x.generated_cot) > 1
+        cot = ours[0]
+        assert cot.model["few_shot"] == 2 and cot.cot_trigger_template.startswith("{instruction}\n\n{exemplars}")
+        shots = [e for e in pool if e.id != x.id and " ".join(e.cot) in cot.prompt_text]
+        assert len(shots) == 2
+        assert cot.prompt_text.count("Therefore, the answer (Yes or No) is") == 2
+        assert cot.prompt_text.endswith(f"{x.question}\n\nAnswer: Let's think step by step.")
