@@ -203,8 +203,7 @@ class OpenAIBackend:
         self.endpoints = [_Endpoint(url) for url in self.options.base_url]
         self.counters = Counters()
         self._rr = 0
-        self._state: _LoopState | None = None
-        self._stale_clients: list[httpx.AsyncClient] = []
+        self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend(model={self.options.model!r}, base_url={self.options.base_url!r})"
@@ -229,23 +228,24 @@ class OpenAIBackend:
         return list(results)  # type: ignore[arg-type]
 
     async def aclose(self) -> None:
-        if self._state is not None:
-            self._stale_clients.append(self._state.client)
-            self._state = None
-        for client in self._stale_clients:
+        """Close the HTTP client of this event loop and of loops that have finished."""
+        loop = asyncio.get_running_loop()
+        mine = [old for old in self._states if old is loop or old.is_closed()]
+        for state in [self._states.pop(old) for old in mine]:
             with contextlib.suppress(RuntimeError):  # a client of a finished event loop: its sockets went with it
-                await client.aclose()
-        self._stale_clients.clear()
+                await state.client.aclose()
 
     # -- internals --------------------------------------------------------------------------
 
     def _loop_state(self) -> _LoopState:
+        """Client, semaphore and buckets of the running event loop (asyncio objects bind to one loop)."""
         loop = asyncio.get_running_loop()
-        if self._state is None or self._state.loop is not loop:
-            if self._state is not None:
-                self._stale_clients.append(self._state.client)
-            self._state = _LoopState(self.options, self._headers)
-        return self._state
+        for old in [old for old in self._states if old.is_closed()]:
+            del self._states[old]
+        state = self._states.get(loop)
+        if state is None:
+            state = self._states[loop] = _LoopState(self.options, self._headers)
+        return state
 
     def _route(self, request: Request) -> tuple[str, dict[str, Any]]:
         o = self.options

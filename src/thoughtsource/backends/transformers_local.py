@@ -86,12 +86,12 @@ class TransformersBackend:
 
     name = "transformers"
 
-    def __init__(self, model: Any = "embedded", tokenizer: Any = None, **options: Any) -> None:
-        if not isinstance(model, str):  # an already-loaded model
+    def __init__(self, model: Any = "embedded", tokenizer: Any = None, *, name: str | None = None, **options: Any) -> None:
+        if not isinstance(model, str):  # an already-loaded model; ``name`` is what cache identities call it
             if tokenizer is None:
                 raise TypeError("TransformersBackend: a loaded model needs its tokenizer")
-            options.setdefault("model", getattr(model.config, "name_or_path", "") or type(model).__name__)
-            self.options = TransformersOptions(**options)
+            name = name or getattr(model.config, "name_or_path", "") or type(model).__name__
+            self.options = TransformersOptions(model=name, **options)
             self._model, self._tokenizer = model, tokenizer
             self._prepare_tokenizer()
             self.device = str(next(model.parameters()).device)
@@ -102,13 +102,14 @@ class TransformersBackend:
             self.device = self.options.device or _default_device()
             self._owns_model = True
         self.counters = Counters()
-        self._state: _LoopState | None = None
+        self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         self._lock = threading.Lock()  # one generate at a time on this model
         self._fingerprint = self.options.fingerprint
 
     @classmethod
-    def from_loaded(cls, model: Any, tokenizer: Any, **options: Any) -> TransformersBackend:
-        return cls(model, tokenizer, **options)
+    def from_loaded(cls, model: Any, tokenizer: Any, name: str | None = None, **options: Any) -> TransformersBackend:
+        """Wrap a (model, tokenizer) already in memory; it stays the caller's (``aclose`` keeps it)."""
+        return cls(model, tokenizer, name=name, **options)
 
     def __repr__(self) -> str:
         return f"TransformersBackend(model={self.options.model!r}, device={self.device!r}, mode={self.mode!r})"
@@ -169,11 +170,11 @@ class TransformersBackend:
         return asyncio.run(self.complete(requests))
 
     async def aclose(self) -> None:
-        if self._state is not None:
-            self._state.worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError, RuntimeError):
-                await self._state.worker
-            self._state = None
+        state = self._states.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            state.worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await state.worker
         if self._owns_model:  # a model passed in stays with its owner
             with self._lock:
                 self._model = self._tokenizer = None
@@ -185,10 +186,14 @@ class TransformersBackend:
     # -- batching ---------------------------------------------------------------------------
 
     def _loop_state(self) -> _LoopState:
+        """The queue and worker of the running event loop (a backend may serve several loops)."""
         loop = asyncio.get_running_loop()
-        if self._state is None or self._state.loop is not loop:
-            self._state = _LoopState(self)
-        return self._state
+        for old in [old for old in self._states if old.is_closed()]:
+            del self._states[old]
+        state = self._states.get(loop)
+        if state is None:
+            state = self._states[loop] = _LoopState(self)
+        return state
 
     async def _worker(self, queue: asyncio.Queue[tuple[Request, asyncio.Future[Completion]]]) -> None:
         while True:
@@ -232,6 +237,7 @@ class TransformersBackend:
                 for start in range(0, len(rows), self.options.batch_size):
                     outputs += self._generate_padded(rows[start : start + self.options.batch_size])
         latency = time.monotonic() - t0
+        log.debug("generated %d rows (%s) in %.2fs", len(rows), self.mode, latency)
         completions = [self._finish(row, ids, latency) for row, ids in zip(rows, outputs, strict=True)]
         self.counters.requests += len(rows)
         self.counters.completed += len(rows)
@@ -304,10 +310,8 @@ class TransformersBackend:
             if sampled:
                 first = rows[members[0]].request
                 torch.manual_seed(request_seed(first.seed, first.sample_index))
-            with torch.inference_mode():
-                results = model.generate_batch(
-                    inputs=[rows[i].ids for i in members], generation_config=config, progress_bar=False
-                )
+            # not under inference_mode: generate_batch's own thread updates its static tensors in place
+            results = model.generate_batch(inputs=[rows[i].ids for i in members], generation_config=config, progress_bar=False)
             ordered = list(results.values())  # generate_batch returns them in input order
             if len(ordered) != len(members) or any(r.error for r in ordered):
                 errors = [r.error for r in ordered if r.error]

@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "thoughtsource.cli.data",
     "thoughtsource.cli.generate",
     "thoughtsource.cli.demo",
+    "thoughtsource.cli.model_server",
 ]
 
 _state = {"debug": False}
