@@ -106,6 +106,12 @@ MC: list[tuple[str, dict[str, Any], Any]] = [
     ("A dog would not go to church.", {"choices": CS, **XF}, NONE),
     ("The most likely diagnosis is Scalded skin syndrome (B).", {"choices": CS, **XF}, "B"),
     ("the answer is B or C.", {"choices": CS, **X}, AMB),
+    ("The hikers stopped to have a drink, simply put they were thirsty.", {"choices": ["a", "b", "were thirsty"]}, "C"),
+    (
+        "So the answer is less likely, as it does not seem as though pollution would have any effect.",
+        {"choices": ["x", "pollution"], **X},
+        NONE,
+    ),
     ("First I thought the answer is B. But the answer is B or C.", {"choices": CS, **X}, AMB),
 ]
 
@@ -151,6 +157,7 @@ NUMBER: list[tuple[str, dict[str, Any], Any]] = [
     (" _____.", FLEX, NONE),
     ("  . \n\n15 + 30 + 60 = 105 pounds", {}, 105.0),
     (" \n$270 + 10 = 280$", {}, 280.0),
+    (" \n\n$$\nx = 80\n$$\n\nThere are 80 students at that grade level.", {}, 80.0),
     (": \n\nBob will need to spend $14.00 to buy enough popsicles.", {}, 14.0),
     # CoTs
     ("5 + 3 = 8. The answer is 8.", X, 8.0),
@@ -176,6 +183,9 @@ NUMBER: list[tuple[str, dict[str, Any], Any]] = [
     ("The answer is 3 days.", X, 3.0),
     ("Therefore, the total cost is $1,000,000.", XF, 1000000.0),
     ("No numbers here at all.", XF, NONE),
+    ("So the answer is 23 + 18 + 28, which equals 69.", X, 69.0),
+    ("The answer is 246 people times 4 sections, which is 984 people.", X, 984.0),
+    ("The answer is 65899 + 119, or 65918.", X, 65918.0),
 ]
 
 BOOL: list[tuple[str, dict[str, Any], Any]] = [
@@ -226,6 +236,8 @@ BOOL: list[tuple[str, dict[str, Any], Any]] = [
     ("There is no record of this, so yes, it is possible.", XF, True),
     ("So the answer is: True", X, True),
     ("The statement is true.", XF, True),
+    ("The answer is no one cuisine that can be called Italian.", X, NONE),
+    (" No it would not.", {}, False),
 ]
 
 TEXT: list[tuple[str, dict[str, Any], Any]] = [
@@ -241,6 +253,9 @@ TEXT: list[tuple[str, dict[str, Any], Any]] = [
     ("", {}, NONE),
     (" the Eiffel Tower.", {}, "the Eiffel Tower"),
     ("Answer: New York City", X, "New York City"),
+    ('So, the answer is "s-a-a-s" (without the quotation marks).', X, "s-a-a-s"),
+    ('Therefore, the answer is "n-d-o-a", or "ndoa".', X, "n-d-o-a"),
+    (" “fnel”.", {}, "fnel"),
 ]
 
 COLLECTION: list[tuple[str, dict[str, Any], Any]] = [

@@ -23,8 +23,9 @@ from .io import Data
 from .schema import GeneratedCot, Sample
 
 if TYPE_CHECKING:
-    import datasets as hf
     import pandas as pd
+
+    import datasets as hf
 
 log = logging.getLogger(__name__)
 
@@ -247,8 +248,9 @@ class Collection:
 
     def to_hf_dataset(self) -> hf.DatasetDict:
         """A ``datasets.DatasetDict`` keyed by split; a ``dataset`` column names the source dataset."""
-        import datasets as hf
         import pyarrow as pa
+
+        import datasets as hf
 
         by_split: dict[str, list[pa.Table]] = {}
         for d, splits in self._data.items():

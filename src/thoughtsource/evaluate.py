@@ -56,6 +56,7 @@ __all__ = [
     "evaluate_frame",
     "majority_vote",
     "model_name",
+    "set_correct_answers",
     "wilson_interval",
     "write_tables",
 ]
@@ -325,6 +326,16 @@ def evaluate(
     tables (:func:`write_tables`).  Use :func:`evaluate_frame` for the DataFrames.
     """
     result = evaluate_frame(collection, mode=mode, ks=ks)
+    changed = set_correct_answers(collection, result, mode=mode, overwrite=overwrite)
+    if warn and changed:
+        log.warning("evaluate: %d stored correct_answer values changed (mode %s)", changed, mode)
+    if out_dir is not None:
+        write_tables(result, out_dir)
+    return result.to_dict(mode)
+
+
+def set_correct_answers(collection: Collection, result: Evaluation, *, mode: Mode = "strict", overwrite: bool = True) -> int:
+    """Write ``result``'s verdicts (``mode``) into ``Answer.correct_answer``; returns how many stored values changed."""
     verdicts = iter(result.answers.loc[result.answers["mode"] == mode, "correct"].tolist())
     changed = 0
     for _, _, _, _, _, ans in _iter_answers(collection):
@@ -333,11 +344,7 @@ def evaluate(
             if ans.correct_answer is not None and ans.correct_answer != ok:
                 changed += 1
             ans.correct_answer = ok
-    if warn and changed:
-        log.warning("evaluate: %d stored correct_answer values changed (mode %s)", changed, mode)
-    if out_dir is not None:
-        write_tables(result, out_dir)
-    return result.to_dict(mode)
+    return changed
 
 
 def _markdown(frame: pd.DataFrame) -> str:

@@ -108,7 +108,7 @@ _ANCHOR = re.compile(
 )
 # Every answer phrase contains one of these (lower-case) strings; texts without any skip the regex.
 _ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with")
-_LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d))*""")
+_LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d)|\$(?![\d.-]))*""")
 _SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
 _NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
 _TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
@@ -225,6 +225,8 @@ def _words_value(words: str) -> float:
     return float(total + current)
 
 
+_OPERATION = re.compile(r"\d\s*[-+*/x×÷]\s*[$]?\d|\d[^.\d]{0,25}?\b(?:times|plus|minus|divided\s+by|multiplied\s+by)\b", re.I)
+_RESULT = re.compile(r"\bequals?\b|\bequal\s+to\b|\bwhich\s+(?:is|gives|makes)\b|\bgives\b|,\s*or\b", re.I)
 _OR_NUMBER = re.compile(r"^\s*(?:or|and/or)\s+[-−$]?\d")
 
 
@@ -248,11 +250,16 @@ def _number_in_span(span: str) -> Extraction | None:
         tail = span.rsplit("=", 1)[1]
         if any(c.isdigit() for c in tail):
             span, rule = tail, "number:after-phrase-result"
+    elif _OPERATION.search(span):
+        # "23 + 18 + 28, which equals 69", "246 people times 4 sections, which is 984", "65899 + 119, or 65918"
+        marks = list(_RESULT.finditer(span))
+        if marks and any(c.isdigit() for c in span[marks[-1].end() :]):
+            span, rule = span[marks[-1].end() :], "number:after-phrase-result"
     for m in _NUM.finditer(span):
         value = _num_value(m)
         if value is None:
             continue
-        if _OR_NUMBER.match(span, m.end()) or _OR_NUMBER.match(span[m.end() :]):
+        if _OR_NUMBER.match(span[m.end() :]):
             other = _NUM.search(span, m.end())
             if other is not None and _num_value(other) != value:
                 return AMBIGUOUS
@@ -320,16 +327,13 @@ def _letters(span: str, ch: _Choices, pattern: re.Pattern[str] = _LETTER) -> lis
     for m in pattern.finditer(span):
         kind = m.lastgroup
         letter = m.group(kind)  # type: ignore[arg-type]
-        if kind == "b":
-            # A bare capital "A"/"I" before a lower-case word is an article or a pronoun ("A dog", "I think"),
-            # unless the words are the text of that choice ("A motel room").
-            if letter in "AI" and _LOWER_WORD.match(span, m.end()):
-                idx = ord(letter) - 65
-                rest = normalize_text(span[m.end() :])
-                if not (idx < ch.n and ch.norms[idx] and rest.startswith(ch.norms[idx])):
-                    continue
-        elif letter.islower() and kind == "r" and whole.lower() != letter + ")":
-            pass  # "b)" is a letter in its wrapping
+        # A bare capital "A"/"I" before a lower-case word is an article or a pronoun ("A dog", "I think"),
+        # unless the words are the text of that choice ("A motel room").
+        if kind == "b" and letter in "AI" and _LOWER_WORD.match(span, m.end()):
+            idx = ord(letter) - 65
+            rest = normalize_text(span[m.end() :])
+            if not (idx < ch.n and ch.norms[idx] and rest.startswith(ch.norms[idx])):
+                continue
         idx = ord(letter.upper()) - 65
         if 0 <= idx < limit:
             out.append((m.start(), m.end(), letter.upper()))
@@ -358,6 +362,9 @@ def _choice_text(span: str, ch: _Choices) -> Extraction | None:
     hits.sort()
     if len(hits) > 1 and _LIST_SEP.match(padded[hits[0][0] + hits[0][1] + 1 : hits[1][0]]):
         return AMBIGUOUS  # "wealth or get rich"
+    first = hits[0]
+    if first[0] > 25 and first[0] + first[1] + 2 < len(padded):
+        return None  # a choice's words in the middle of a sentence are not a stated answer (start or end only)
     if len(hits) == 1 or hits[0][0] == 0:
         return Extraction(chr(65 + hits[0][2]), "mc:choice-text")
     return AMBIGUOUS
@@ -412,6 +419,7 @@ def _extract_mc(text: str, mode: Mode, source: Source, ch: _Choices) -> Extracti
 
 _BOOL = re.compile(r"(?<![\w'-])(yes|no|true|false)(?![\w'-])", re.I)
 _NO_OK = re.compile(r"\s*(?:[.,;:!)]|$)")
+_NO_THEN = re.compile(r"\s+(?:it|they|he|she|this|that|there|because|since|as|not)\b", re.I)  # "No it would not"
 _NOT_BEFORE = re.compile(r"(?:\bnot|n't)\s+$", re.I)
 _BOOL_OR = re.compile(r"^\s*(?:,\s*)?(?:or|and|/)\s*$", re.I)
 
@@ -420,8 +428,10 @@ def _bools(span: str, sentence_start: bool) -> list[tuple[int, int, bool]]:
     out = []
     for m in _BOOL.finditer(span):
         word = m.group(1).lower()
-        if word == "no" and not (_NO_OK.match(span, m.end()) or (sentence_start and not span[: m.start()].strip())):
-            continue  # "there is no evidence"
+        if word == "no" and not (
+            _NO_OK.match(span, m.end()) or (sentence_start and not span[: m.start()].strip() and _NO_THEN.match(span, m.end()))
+        ):
+            continue  # "there is no evidence", "no one cuisine"
         value = BOOL_WORDS[word]
         if _NOT_BEFORE.search(span, 0, m.start()):
             value = not value  # "not true"
@@ -508,9 +518,13 @@ def _last_line(text: str) -> str:
     return ""
 
 
+_QUOTED = re.compile(r"""[\s:*]*(?:"([^"\n]+)"|“([^”\n]+)”)""")
+
+
 def _extract_text(text: str, mode: Mode, source: Source) -> Extraction:
-    for _, span in _spans(text, source):
-        v = _text_value(span)
+    for pos, span in _spans(text, source):
+        q = _QUOTED.match(text, pos)  # a quoted answer ends at its closing quote: '"ndoa" (without the quotes)'
+        v = _text_value(q.group(1) or q.group(2)) if q else _text_value(span)
         if v is not None:
             return Extraction(v, "text:after-phrase")
     if mode == "flexible":

@@ -26,7 +26,9 @@ app = typer.Typer(
 # Command groups, in the order they appear in --help.  Each module has register(app).
 COMMAND_MODULES = [
     "thoughtsource.cli.data",
+    "thoughtsource.cli.datasets",
     "thoughtsource.cli.generate",
+    "thoughtsource.cli.evaluate",
     "thoughtsource.cli.demo",
     "thoughtsource.cli.model_server",
 ]

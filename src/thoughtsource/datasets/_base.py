@@ -52,6 +52,7 @@ class DatasetSpec:
     sources: tuple[SourceFile, ...]
     converter_version: int = 1
     paper_counts: dict[str, int] = field(default_factory=dict)  # Table 6 of the ThoughtSource paper, per split or "total"
+    counts: dict[str, int] = field(default_factory=dict)  # samples per split this converter yields from the pinned raw files
     verified_on_real_data: bool = True  # False when only a synthetic fixture in the raw format was available
 
     def sources_for(self, split: str) -> list[SourceFile]:

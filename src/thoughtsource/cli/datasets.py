@@ -1,0 +1,118 @@
+"""``thoughtsource datasets list|download|export|subset``: the registered source datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from ..console import console
+from .data import Format
+
+app = typer.Typer(
+    help="The 14 ThoughtSource source datasets: list, download raw files, export, build subsets.", no_args_is_help=True
+)
+
+DATA_DIR = typer.Option(None, "--data-dir", help="Folder with raw files (default: $THOUGHTSOURCE_DATA or the user cache).")
+
+
+@app.command("list")
+def list_(data_dir: Path | None = DATA_DIR) -> None:
+    """Name, answer type, splits with counts, license and whether the raw files are present."""
+    from .. import datasets
+    from ..datasets import _resolve
+
+    table = Table(title="datasets")
+    for col in ("name", "type", "splits (samples)", "license", "raw files present"):
+        table.add_column(col, overflow="fold")
+    for name in datasets.names():
+        spec = datasets.spec(name)
+        splits = ", ".join(f"{s} ({spec.counts[s]:,})" if s in spec.counts else s for s in spec.splits)
+        required = [s for s in spec.sources if not s.optional]
+        missing = [s.name for s in required if _resolve.locate(s, data_dir) is None]
+        if not missing:
+            present = f"[green]all {len(required)}[/]"
+        else:
+            present = f"[yellow]{len(required) - len(missing)}/{len(required)}[/] (missing: {', '.join(missing)})"
+        table.add_row(name, spec.answer_type, splits, spec.license, present)
+    console.print(table)
+
+
+@app.command()
+def download(
+    name: str = typer.Argument(..., help="A dataset name, or 'all'."),
+    data_dir: Path | None = DATA_DIR,
+) -> None:
+    """Download (and verify) the raw files of a dataset; files already present are only verified."""
+    from .. import datasets
+    from ..datasets import _resolve
+    from ..errors import DataError
+
+    names = datasets.names() if name == "all" else [name]
+    failed: list[str] = []
+    for n in names:
+        spec = datasets.spec(n)
+        try:
+            files = _resolve.resolve(spec, spec.splits, data_dir)
+        except DataError as e:
+            if name != "all":
+                raise
+            failed.append(str(e))
+            continue
+        console.print(f"[green]ok[/] {n}: {len(files)} file(s) verified")
+        for path, _ in files.values():
+            console.print(f"   {path}", highlight=False)
+    if failed:
+        raise DataError(f"{len(failed)} dataset(s) incomplete", problems=failed)
+
+
+@app.command()
+def export(
+    name: str = typer.Argument(..., help="A dataset name."),
+    format: Format = typer.Option(Format.thoughtsource_json, "--format", help="Output format."),
+    out: Path = typer.Option(..., "--out", help="Output folder."),
+    splits: list[str] | None = typer.Option(None, "--split", help="Split(s) to export (default: all)."),
+    data_dir: Path | None = DATA_DIR,
+) -> None:
+    """Convert a dataset from its raw files and write it as Parquet, JSONL or ThoughtSource JSON."""
+    from ..collection import Collection
+
+    c = Collection.from_datasets([name], splits=splits or None, data_dir=data_dir)
+    written = _write(c, format, out, name)
+    console.print(f"wrote {len(c)} samples of {name} to {', '.join(str(p) for p in written)}", highlight=False)
+
+
+@app.command()
+def subset(
+    n: int = typer.Option(100, "--n", min=1, help="Samples per dataset."),
+    seed: int = typer.Option(0, "--seed", help="Random seed (the same seed gives the same ids)."),
+    out: Path = typer.Option(..., "--out", help="Output file: .json (ThoughtSource JSON), .jsonl, or a folder for Parquet."),
+    names: list[str] | None = typer.Option(None, "--dataset", "-d", help="Dataset(s) (default: all with raw files present)."),
+    split: str | None = typer.Option(None, "--split", help="Sample this split (default: test, else validation, else train)."),
+    data_dir: Path | None = DATA_DIR,
+) -> None:
+    """A ThoughtSource-100-style subset: a fixed-seed sample of N per dataset with all attached CoTs."""
+    from ..datasets.subset import build_subset
+
+    c = build_subset(names or None, n=n, seed=seed, split=split, data_dir=data_dir)
+    fmt = Format.jsonl if out.suffix == ".jsonl" else Format.thoughtsource_json if out.suffix == ".json" else Format.parquet
+    written = _write(c, fmt, out, None)
+    per = ", ".join(f"{d}/{s}: {len(xs)}" for d, splits in c for s, xs in splits.items())
+    console.print(f"wrote {len(c)} samples ({per}) to {', '.join(str(p) for p in written)}", highlight=False)
+
+
+def _write(c, fmt: Format, out: Path, name: str | None) -> list[Path]:
+    """Write a collection; ``name`` set: ``out`` is a folder and the file is named after the dataset."""
+    if fmt is Format.parquet:
+        return c.to_parquet(out)
+    path = out / f"{name}.{'jsonl' if fmt is Format.jsonl else 'json'}" if name else out
+    if fmt is Format.jsonl:
+        c.to_jsonl(path)
+    else:
+        c.dump(path)
+    return [path]
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="datasets")

@@ -1,0 +1,76 @@
+"""AQuA-RAT (validation = dev.json, test = test.json) against the raw files; train.json is absent here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from thoughtsource import datasets
+from thoughtsource.errors import DataError
+
+
+def raw_lines(data_dir: Path, name: str) -> list[dict]:
+    return [json.loads(x) for x in (data_dir / "aqua" / name).read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def test_counts(load_split) -> None:
+    assert len(load_split("aqua", "validation")) == 254
+    assert len(load_split("aqua", "test")) == 254
+
+
+def test_validation_record(load_split, data_dir: Path) -> None:
+    r = raw_lines(data_dir, "dev.json")[0]
+    assert r["options"] == ["A)32400", "B)6000", "C)600", "D)60000", "E)10"] and r["correct"] == "A"
+    s = {x.id: x for x in load_split("aqua", "validation")}["aqua-validation-1"]
+    assert s.question == r["question"]
+    assert s.type == "multiplechoice"
+    assert s.choices == ["32400", "6000", "600", "60000", "10"]
+    assert s.answer == ["32400"]
+    assert s.cot == r["rationale"].split("\n")
+    assert s.cot[-1] == "Correct answer - A"
+
+
+def test_choices_containing_parentheses(load_split, data_dir: Path) -> None:
+    # the published loader split options at every ")", cutting "5(√3 + 1)" to "5(√3 + 1"
+    r = raw_lines(data_dir, "test.json")[0]
+    assert r["options"][0] == "A)5(√3 + 1)" and r["correct"] == "A"
+    s = {x.id: x for x in load_split("aqua", "test")}["aqua-test-1"]
+    assert s.question == r["question"]
+    assert s.choices == ["5(√3 + 1)", "6(√3 + √2)", "7(√3 – 1)", "8(√3 – 2)", "None of these"]
+    assert s.answer == ["5(√3 + 1)"]
+    assert s.cot[0] == "Explanation :" and s.cot[-1] == "Answer : A"
+    assert len(s.cot) == len([x for x in r["rationale"].split("\n") if x.strip()])
+
+
+def test_second_validation_record(load_split, data_dir: Path) -> None:
+    r = raw_lines(data_dir, "dev.json")[1]
+    s = {x.id: x for x in load_split("aqua", "validation")}["aqua-validation-2"]
+    assert r["correct"] == "D"
+    assert s.choices == ["100 m", "150 m", "200 m", "250 m", "300 m"]
+    assert s.answer == ["250 m"]
+    assert s.cot == [x.strip() for x in r["rationale"].split("\n") if x.strip()]
+
+
+def test_train_is_declared_but_reported_missing(data_dir: Path) -> None:
+    spec = datasets.spec("aqua")
+    assert spec.splits == ("train", "validation", "test")
+    assert "train" not in datasets.available_splits("aqua", data_dir)
+    with pytest.raises(DataError) as e:
+        datasets.load("aqua", ["train"], data_dir=data_dir)
+    assert "aqua/train.json" in str(e.value) and "https://raw.githubusercontent.com/deepmind/AQuA/master/train.json" in str(
+        e.value
+    )
+
+
+def test_unpinned_train_file_is_used_with_a_warning(data_dir: Path, tmp_path: Path, caplog) -> None:
+    # train.json is absent here; it has the format of dev.json, so three dev lines stand in for it
+    (tmp_path / "aqua").mkdir()
+    lines = (data_dir / "aqua" / "dev.json").read_text(encoding="utf-8").splitlines()[:3]
+    (tmp_path / "aqua" / "train.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        samples = datasets.load("aqua", ["train"], data_dir=tmp_path)["train"]
+    assert [s.id for s in samples] == ["aqua-train-1", "aqua-train-2", "aqua-train-3"]
+    assert samples[0].answer == ["32400"]
+    assert "no checksum is pinned" in caplog.text and "train.json" in caplog.text
