@@ -1,7 +1,7 @@
 """``demo``: the end-to-end pipeline on the embedded model, offline, in a few minutes on a CPU.
 
-Loads a small sample of a real dataset (GSM8K's test split from the dataset registry; if the registry
-or its raw files are not there, the WorldTree example file of ThoughtSource from the shared data
+Loads a small sample of a real dataset (GSM8K's test split from the dataset registry, from local raw
+files only; if they are not there, the WorldTree example file of ThoughtSource from the shared data
 folder), generates CoTs with two triggers (Kojima et al.'s "Let's think step by step." and no trigger)
 with SmolLM2-135M-Instruct, extracts answers, evaluates, prints a table and writes a plot.
 Completions are cached in ``OUT/completions.sqlite``: running the demo again is instant.
@@ -31,23 +31,28 @@ def _shared_data_dirs() -> list[Path]:
 
 
 def load_demo_data(n_samples: int, seed: int) -> tuple[Any, str]:
-    """(collection, description): GSM8K test from the registry, else the WorldTree example file."""
+    """(collection, description): GSM8K test from the registry (local raw files only, no download),
+    else the WorldTree example file of ThoughtSource."""
     from ..collection import Collection
     from ..errors import ThoughtSourceError
 
-    try:
-        full = Collection.from_datasets(["gsm8k"], splits=["test"])
-        return full.select(split="test", number_samples=n_samples, seed=seed), "gsm8k/test (dataset registry)"
-    except ThoughtSourceError as e:
-        log.info("demo: gsm8k is not available from the dataset registry (%s); using the ThoughtSource example file", e)
-    for d in _shared_data_dirs():
+    shared = [d for d in _shared_data_dirs() if d.is_dir()]
+    for data_dir in [None, *shared]:  # None: $THOUGHTSOURCE_DATA or the user cache
+        try:
+            full = Collection.from_datasets(["gsm8k"], splits=["test"], data_dir=data_dir, download=False)
+        except ThoughtSourceError as e:
+            log.debug("demo: gsm8k not loadable from %s: %s", data_dir or "the default data folder", e)
+            continue
+        return full.select(split="test", number_samples=n_samples, seed=seed), "gsm8k/test"
+    log.info("demo: gsm8k is not available (registry or raw files); using the ThoughtSource example file")
+    for d in shared:
         path = d / EXAMPLE_FILE
         if path.exists():
             full = Collection.from_json(path)
-            return full.select(split="train", number_samples=n_samples, seed=seed), f"worldtree/train ({path})"
+            return full.select(split="train", number_samples=n_samples, seed=seed), "worldtree/train (ThoughtSource example file)"
     from ..errors import DataError
 
-    raise DataError("no demo data: gsm8k is not registered and the ThoughtSource example file was not found "
+    raise DataError("no demo data: gsm8k's raw files and the ThoughtSource example file were not found "
                     "(set THOUGHTSOURCE_SHARED_DATA to the shared data folder)", path=str(EXAMPLE_FILE))
 
 
