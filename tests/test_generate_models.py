@@ -60,15 +60,20 @@ def test_transformers_backend_generates_real_cots(examples_dir: Path, tmp_path: 
 
 @pytest.mark.slow
 def test_figure_3_program(examples_dir: Path, tmp_path: Path, embedded):
-    """The paper's Figure 3, on a dataset file from ../shared/data and the embedded model.
+    """The paper's Figure 3, on a dataset file from ../shared/data, with its config dict unchanged.
 
-    Only what a 135M model on a CPU needs differs: the backend (the embedded model instead of the
-    OpenAI API) and shorter outputs (max_tokens 24 instead of 512).
+    ``api_service: openai`` and ``engine: text-davinci-002`` reach a real OpenAI-compatible server on
+    localhost (``serve-model``'s app) that serves the embedded SmolLM2 under that name.  Only what a
+    135M model on a CPU needs differs, as keyword overrides: shorter outputs (24 tokens, not 512).
     """
     pytest.importorskip("thoughtsource.evaluate", reason="thoughtsource.evaluate (the evaluation issue) is not merged")
+    from thoughtsource.backends.server import run_model_server
+
     collection_worldtree = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json")
     collection_worldtree_10 = collection_worldtree.select(split="train", number_samples=10)
-    collection_worldtree_10.generate(config=FIGURE_3, backend=embedded, max_tokens=24, answer_max_tokens=8, progress=False)
+    with run_model_server(embedded, served_model_name="text-davinci-002") as server:
+        collection_worldtree_10.generate(config=FIGURE_3, base_urls=[server.base_url], max_tokens=24, answer_max_tokens=8,
+                                         progress=False)
     result = collection_worldtree_10.evaluate()
     assert list(result) == ["accuracy"] and list(result["accuracy"]) == ["qa-01_kojima-01_kojima-A-D"]
     accuracy = result["accuracy"]["qa-01_kojima-01_kojima-A-D"]
@@ -79,5 +84,7 @@ def test_figure_3_program(examples_dir: Path, tmp_path: Path, embedded):
     back = Collection.from_json(tmp_path / "worldtree_10.json", validate=True)
     assert back == collection_worldtree_10
     cot = back["worldtree"]["train"][0].generated_cot[0]
-    assert (cot.instruction, cot.cot_trigger, cot.author, cot.fragments_version) == ("qa-01", "kojima-01", "your_name", "0.01.1")
+    assert (cot.instruction, cot.cot_trigger, cot.author, cot.api_service) == ("qa-01", "kojima-01", "your_name", "openai")
+    assert cot.model == {"name": "text-davinci-002", "temperature": 0.0, "max_tokens": 24}
     assert cot.cot_trigger_template == "{instruction}\n\n{question}\n{answer_choices}\n\n{cot_trigger}"
+    assert len(cot.cot.split()) >= 5 and cot.fragments_version == "0.01.1"
