@@ -13,6 +13,7 @@ from thoughtsource.cli import app
 from thoughtsource.collection import Collection
 from thoughtsource.errors import ConfigError
 from thoughtsource.generate import GenerateConfig, generate
+from thoughtsource.prompts.build import draw_exemplars
 from thoughtsource.store import CompletionStore
 from thoughtsource.testing.fault_server import run_fault_server
 
@@ -206,6 +207,6 @@ def test_few_shot_prompts_carry_gold_exemplars(examples_dir: Path, tmp_path: Pat
         cot = ours[0]
         assert cot.model["few_shot"] == 2 and cot.cot_trigger_template.startswith("{instruction}\n\n{exemplars}")
         shots = [e for e in pool if e.id != x.id and " ".join(e.cot) in cot.prompt_text]
-        assert len(shots) == 2
+        assert {e.id for e in shots} == {e.id for e in draw_exemplars(pool, 2, seed=1, exclude_id=x.id)}
         assert cot.prompt_text.count("Therefore, the answer (Yes or No) is") == 2
         assert cot.prompt_text.endswith(f"{x.question}\n\nAnswer: Let's think step by step.")

@@ -32,7 +32,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from .backends.base import Backend, Request
 from .errors import BackendError, ConfigError
 from .prompts import AUTO, Fragments, load_fragments
-from .prompts.build import Prompt, answer_prompt, chat_messages, cot_prompt, draw_exemplars, resolve_extraction
+from .prompts.build import Prompt, answer_prompt, chat_messages, cot_prompt, exemplar_candidates, resolve_extraction
 from .schema import Answer, GeneratedCot, Sample
 from .store import CompletionStore, StoredCompletion, completion_key
 
@@ -243,17 +243,20 @@ def plan(
 ) -> list[CotUnit]:
     """Every stage-1 request of the run, in a fixed order (dataset, split, sample, instruction, trigger, i)."""
     pool_source = exemplar_pool if exemplar_pool is not None else collection
+    drawn: dict[str, list[Sample]] = {}  # per dataset: k + 1 exemplars, drawn once
     units: list[CotUnit] = []
     for dataset, split, sample in collection.samples():
         exemplars: list[Sample] = []
         if cfg.few_shot:
-            pool = pool_source.data.get(dataset, {}).get(cfg.few_shot_split)
-            if not pool:
-                raise ConfigError(
-                    f"few_shot={cfg.few_shot} needs the split '{cfg.few_shot_split}' of dataset '{dataset}' "
-                    "(load it, or pass exemplar_pool=)"
-                )
-            exemplars = draw_exemplars(pool, cfg.few_shot, cfg.few_shot_seed, exclude_id=sample.id)
+            if dataset not in drawn:
+                pool = pool_source.data.get(dataset, {}).get(cfg.few_shot_split)
+                if not pool:
+                    raise ConfigError(
+                        f"few_shot={cfg.few_shot} needs the split '{cfg.few_shot_split}' of dataset '{dataset}' "
+                        "(load it, or pass exemplar_pool=)"
+                    )
+                drawn[dataset] = exemplar_candidates(pool, cfg.few_shot, cfg.few_shot_seed)
+            exemplars = [x for x in drawn[dataset] if x.id != sample.id][: cfg.few_shot]
         extractions = list(dict.fromkeys(resolve_extraction(k, sample, fragments) for k in cfg.answer_extraction_keys))
         for instruction in cfg.instruction_keys:
             for trigger in cfg.cot_trigger_keys:
@@ -376,13 +379,14 @@ async def _execute(units: list[CotUnit], backend: Backend, store: CompletionStor
     from .console import progress
 
     counters = getattr(backend, "counters", None)
+    retries_before = counters.retries if counters is not None else 0  # a backend passed in may have run before
     total = sum(1 + len(u.extractions) for u in units)
     batch_size = cfg.batch_size
     with progress("retries", "errors", enabled=show_progress) as bar:
         task = bar.add_task("generate", total=total, retries=0, errors=0)
 
         def tick(n: int = 1) -> None:
-            retries = counters.retries if counters is not None else dispatcher.retries
+            retries = counters.retries - retries_before if counters is not None else dispatcher.retries
             bar.update(task, retries=retries, errors=report.errors)
             if n:
                 bar.advance(task, n)
@@ -411,7 +415,7 @@ async def _execute(units: list[CotUnit], backend: Backend, store: CompletionStor
 
         await asyncio.gather(*(run_unit(u) for u in units))
         report.called = dispatcher.called
-        report.retries = counters.retries if counters is not None else dispatcher.retries
+        report.retries = counters.retries - retries_before if counters is not None else dispatcher.retries
 
 
 def _attach(units: list[CotUnit], cfg: GenerateConfig, fragments: Fragments, api_service: str, model_name: str,

@@ -105,16 +105,18 @@ def exemplar_text(sample: Sample, trigger: str, extraction: str) -> str:
     return f"{question_block(sample)}\n\n{_join(trigger, ' '.join(s.strip() for s in sample.cot))}\n{tail}"
 
 
-def draw_exemplars(pool: Sequence[Sample], k: int, seed: int, exclude_id: str | None = None) -> list[Sample]:
-    """``k`` samples with gold CoTs and answers, drawn once with ``seed`` (the same for every target).
-
-    ``k + 1`` are drawn so that the target itself (``exclude_id``) can be left out and k remain.
-    """
+def exemplar_candidates(pool: Sequence[Sample], k: int, seed: int) -> list[Sample]:
+    """``k + 1`` samples with gold CoTs and answers drawn with ``seed``: k exemplars plus a spare, so the
+    target itself can be left out and k remain (see :func:`draw_exemplars`)."""
     if k <= 0:
         return []
     usable = [x for x in pool if x.cot and x.answer]
-    drawn = random.Random(seed).sample(usable, min(k + 1, len(usable)))
-    return [x for x in drawn if x.id != exclude_id][:k]
+    return random.Random(seed).sample(usable, min(k + 1, len(usable)))
+
+
+def draw_exemplars(pool: Sequence[Sample], k: int, seed: int, exclude_id: str | None = None) -> list[Sample]:
+    """``k`` exemplars with gold CoTs, drawn once with ``seed`` (the same for every target but ``exclude_id``)."""
+    return [x for x in exemplar_candidates(pool, k, seed) if x.id != exclude_id][:k]
 
 
 def _head(instruction: str, exemplars: Sequence[str], sample: Sample) -> str:
