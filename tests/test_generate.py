@@ -210,3 +210,21 @@ def test_few_shot_prompts_carry_gold_exemplars(examples_dir: Path, tmp_path: Pat
         assert {e.id for e in shots} == {e.id for e in draw_exemplars(pool, 2, seed=1, exclude_id=x.id)}
         assert cot.prompt_text.count("Therefore, the answer (Yes or No) is") == 2
         assert cot.prompt_text.endswith(f"{x.question}\n\nAnswer: Let's think step by step.")
+
+
+def test_cli_generate_from_a_registered_dataset(shared_data: Path, tmp_path: Path):
+    """The issue's command: --dataset gsm8k --split test --n-samples 20 --triggers kojima-01,none (raw files from shared data)."""
+    out = tmp_path / "gsm8k_20.json"
+    with run_fault_server() as server:
+        r = CliRunner().invoke(app, ["generate", "--dataset", "gsm8k", "--data-dir", str(shared_data), "--split", "test",
+                                     "--n-samples", "20", "--triggers", "kojima-01,none", "--backend", "openai",
+                                     "--base-url", server.base_url, "--model", "fault-echo", "--out", str(out),
+                                     "--db", str(tmp_path / "s.sqlite")])
+        assert r.exit_code == 0, r.output
+        assert len(server.requests) == 80
+    samples = json.loads(out.read_text())["gsm8k"]["test"]
+    assert len(samples) == 20 and all(x["type"] == "number" for x in samples)
+    for x in samples:
+        assert [g["cot_trigger"] for g in x["generated_cot"]] == ["kojima-01", "none"]
+        assert all(g["answers"][0]["answer_extraction"] == "kojima-numerals" for g in x["generated_cot"])
+        assert x["generated_cot"][0]["prompt_text"].endswith(f"{x['question'].strip()}\n\nAnswer: Let's think step by step.")

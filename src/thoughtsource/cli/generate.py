@@ -34,6 +34,7 @@ def _load_yaml(path: Path) -> dict[str, Any]:
 def generate_cmd(
     dataset: list[str] = typer.Option(None, "--dataset", "-d", help="Registered dataset(s) to load (e.g. gsm8k)."),
     file: Path = typer.Option(None, "--file", "-f", help="A ThoughtSource JSON/JSONL/Parquet file instead of --dataset."),
+    data_dir: Path = typer.Option(None, "--data-dir", help="Folder of raw dataset files (default: $THOUGHTSOURCE_DATA / cache)."),
     split: str = typer.Option(None, "--split", help="Split to generate for (default: every split)."),
     n_samples: int = typer.Option(None, "--n-samples", help="Random subset of this many samples per dataset (seeded)."),
     select_seed: int = typer.Option(0, "--select-seed", help="Seed of the sample subset."),
@@ -91,7 +92,7 @@ def generate_cmd(
         splits = [split] if split else None
         if splits and cfg.few_shot and cfg.few_shot_split not in splits:
             splits.append(cfg.few_shot_split)
-        full = Collection.from_datasets(dataset, splits=splits)
+        full = Collection.from_datasets(dataset, splits=splits, data_dir=data_dir)
     collection = full.select(split=split, number_samples=n_samples, seed=select_seed)
     report = generate(collection, cfg, dry_run=dry_run, exemplar_pool=full)
     if dry_run:
