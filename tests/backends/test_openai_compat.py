@@ -121,6 +121,18 @@ def test_backend_error_after_max_attempts():
     assert "3 attempts" in str(err) and backend.counters.failed == 1
 
 
+def test_timeouts_are_retried():
+    with run_fault_server(first_slow=1, slow_s=2.0) as server:
+        backend = _backend(server.base_url, timeout_s=0.3, concurrency=4)
+        out = asyncio.run(backend.complete(_requests(4)))
+    assert [c.attempts for c in out] == [2] * 4 and backend.counters.errors == 4
+    with run_fault_server(latency_s=2.0) as server:
+        backend = _backend(server.base_url, timeout_s=0.2, max_attempts=2)
+        with pytest.raises(BackendError, match="timeout") as info:
+            asyncio.run(backend.complete(_requests(1)))
+    assert (info.value.status, info.value.attempts) == (None, 2)
+
+
 def test_client_errors_are_not_retried():
     with run_fault_server() as server:
         backend = _backend(server.base_url.replace("/v1", "/nope"), max_attempts=5)
