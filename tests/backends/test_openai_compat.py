@@ -121,6 +121,18 @@ def test_backend_error_after_max_attempts():
     assert "3 attempts" in str(err) and backend.counters.failed == 1
 
 
+def test_timeouts_are_retried():
+    with run_fault_server(first_slow=1, slow_s=2.0) as server:
+        backend = _backend(server.base_url, timeout_s=0.3, concurrency=4)
+        out = asyncio.run(backend.complete(_requests(4)))
+    assert [c.attempts for c in out] == [2] * 4 and backend.counters.errors == 4
+    with run_fault_server(latency_s=2.0) as server:
+        backend = _backend(server.base_url, timeout_s=0.2, max_attempts=2)
+        with pytest.raises(BackendError, match="timeout") as info:
+            asyncio.run(backend.complete(_requests(1)))
+    assert (info.value.status, info.value.attempts) == (None, 2)
+
+
 def test_client_errors_are_not_retried():
     with run_fault_server() as server:
         backend = _backend(server.base_url.replace("/v1", "/nope"), max_attempts=5)
@@ -207,3 +219,60 @@ def test_backend_is_reusable_across_event_loops():
         second = asyncio.run(backend.complete(_requests(2)))
         asyncio.run(backend.aclose())
     assert [c.text for c in first] == [c.text for c in second]
+
+
+# -- against the real serve-model server on the embedded model --------------------------------
+
+
+@pytest.mark.slow
+def test_real_server_generates_cots(model_server, embedded_model, gsm8k_questions: list[str], cot_request):
+    from thoughtsource.backends.transformers_local import TransformersBackend
+
+    backend = get_backend("openai", model=model_server.model, base_url=model_server.base_url)
+    reqs = [cot_request(q, max_tokens=16) for q in gsm8k_questions[:2]] + [Request(prompt="Count: 1, 2, 3,", max_tokens=8)]
+    out = asyncio.run(backend.complete(reqs))
+    local = TransformersBackend.from_loaded(*embedded_model, name="embedded").complete_sync(reqs)
+    # the server answers what the model itself generates, through the HTTP API
+    assert [c.text for c in out] == [c.text for c in local]
+    assert [(c.prompt_tokens, c.completion_tokens) for c in out] == [(c.prompt_tokens, c.completion_tokens) for c in local]
+    assert all(c.text.strip() for c in out) and out[2].text.startswith(" 4, 5")
+    assert backend.counters.completed == 3 and backend.counters.errors == 0
+
+
+@pytest.mark.slow
+def test_real_server_api_surface(model_server):
+    import httpx
+
+    url = model_server.base_url
+    models = httpx.get(f"{url}/models").json()
+    assert [m["id"] for m in models["data"]] == ["smollm2"]
+    body = {"model": "smollm2", "prompt": "Q: Name a fruit.\nA:", "max_tokens": 6, "temperature": 1.0, "seed": 3, "n": 3}
+    first = httpx.post(f"{url}/completions", json=body, timeout=300).json()
+    second = httpx.post(f"{url}/completions", json=body, timeout=300).json()
+    texts = [c["text"] for c in first["choices"]]
+    assert len(texts) == 3 and len(set(texts)) > 1  # n samples differ ...
+    assert texts == [c["text"] for c in second["choices"]]  # ... and are reproducible with a seed
+    assert first["usage"]["completion_tokens"] > 0 and first["object"] == "text_completion"
+    missing = httpx.post(f"{url}/completions", json={**body, "model": "gpt-4"})
+    assert missing.status_code == 404 and "smollm2" in missing.json()["error"]["message"]
+    assert httpx.post(f"{url}/chat/completions", json={"model": "smollm2", "messages": [], "max_tokens": 2}).status_code == 422
+    streamed = httpx.post(
+        f"{url}/chat/completions", json={"model": "smollm2", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert streamed.status_code == 400
+    # the openai backend turns a 404 into a BackendError at once (no retries)
+    wrong = get_backend("openai", model="gpt-4", base_url=url)
+    with pytest.raises(BackendError) as info:
+        asyncio.run(wrong.complete([Request(prompt="hi", max_tokens=2)]))
+    assert (info.value.status, info.value.attempts) == (404, 1)
+
+
+@pytest.mark.slow
+def test_concurrent_clients_share_batches(model_server, caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.DEBUG, logger="thoughtsource.backends.transformers_local")
+    backend = get_backend("openai", model=model_server.model, base_url=model_server.base_url, concurrency=6)
+    reqs = [Request(prompt=f"Count: {i}, {i + 1}, {i + 2},", max_tokens=4) for i in range(6)]
+    out = asyncio.run(backend.complete(reqs))
+    assert all(c.text for c in out)
+    batch_sizes = [int(r.getMessage().split()[1]) for r in caplog.records if r.getMessage().startswith("generated ")]
+    assert sum(batch_sizes) == 6 and max(batch_sizes) > 1, batch_sizes  # HTTP requests were generated together

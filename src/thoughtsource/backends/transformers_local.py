@@ -209,6 +209,7 @@ class TransformersBackend:
             try:
                 results = await asyncio.to_thread(self.generate, [r for r, _ in batch])
             except Exception as e:  # surfaced to every caller of this batch
+                self.counters.errors += 1
                 self.counters.failed += len(batch)
                 log.debug("generation failed", exc_info=True)
                 error = BackendError(

@@ -5,7 +5,8 @@ what an ASGI app cannot: close a connection without any response.  It answers
 ``/v1/chat/completions`` and ``/v1/completions`` deterministically (a canned chain of thought whose
 content and final answer derive from the prompt, and from the seed when sampling) and can inject:
 
-* ``latency_s`` (+ uniform ``latency_jitter_s``) before every answer;
+* ``latency_s`` (+ uniform ``latency_jitter_s``) before every answer, and ``slow_s`` more for the
+  first ``first_slow`` attempts of each request (to provoke client timeouts);
 * 429 with ``Retry-After: retry_after_s``, 500, or a dropped connection, either for the first
   ``first_429`` / ``first_500`` / ``first_drop`` attempts of each distinct request body (its *key*),
   or at ``rate_429`` / ``rate_500`` / ``rate_drop`` (decided by a hash of seed, key and attempt, so a
@@ -48,6 +49,8 @@ class FaultConfig(BaseModel):
 
     latency_s: float = Field(default=0.0, ge=0)
     latency_jitter_s: float = Field(default=0.0, ge=0)
+    first_slow: int = Field(default=0, ge=0, description="The first k attempts of each key take slow_s longer (timeouts).")
+    slow_s: float = Field(default=5.0, ge=0)
     first_429: int = Field(default=0, ge=0, description="The first k attempts of each key get 429.")
     first_500: int = Field(default=0, ge=0, description="The next k attempts of each key get 500.")
     first_drop: int = Field(default=0, ge=0, description="The next k attempts of each key are dropped.")
@@ -281,9 +284,11 @@ class FaultServer:
         with self._lock:
             self._attempts[key] += 1
             attempt = self._attempts[key]
-        if c.latency_s or c.latency_jitter_s:
-            jitter = random.Random(f"{key}:{attempt}").uniform(0, c.latency_jitter_s) if c.latency_jitter_s else 0.0
-            await asyncio.sleep(c.latency_s + jitter)
+        delay = c.latency_s + (c.slow_s if attempt <= c.first_slow else 0.0)
+        if c.latency_jitter_s:
+            delay += random.Random(f"{key}:{attempt}").uniform(0, c.latency_jitter_s)
+        if delay:
+            await asyncio.sleep(delay)
         outcome = self._fault(key, attempt)
         self._record(path, body, key, attempt, outcome, headers)
         if outcome == "drop":
