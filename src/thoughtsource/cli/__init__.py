@@ -27,9 +27,12 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "thoughtsource.cli.data",
     "thoughtsource.cli.datasets",
-    "thoughtsource.cli.stats",
+    "thoughtsource.cli.generate",
     "thoughtsource.cli.evaluate",
+    "thoughtsource.cli.stats",
     "thoughtsource.cli.web",
+    "thoughtsource.cli.model_server",
+    "thoughtsource.cli.demo",
 ]
 
 _state = {"debug": False}

@@ -1,0 +1,119 @@
+"""``demo``: the end-to-end pipeline on the embedded model, offline, in a few minutes on a CPU.
+
+Loads a small sample of a real dataset (GSM8K's test split from the dataset registry, from local raw
+files only; if they are not there, the WorldTree example file of ThoughtSource from the shared data
+folder), generates CoTs with two triggers (Kojima et al.'s "Let's think step by step." and no trigger)
+with SmolLM2-135M-Instruct, extracts answers, evaluates, prints a table and writes a plot.
+Completions are cached in ``OUT/completions.sqlite``: running the demo again is instant.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..console import console
+
+log = logging.getLogger(__name__)
+
+EXAMPLE_FILE = Path("thoughtsource_examples") / "tests_unit_data" / "worldtree_100_dataset.json"
+
+
+def _shared_data_dirs() -> list[Path]:
+    dirs = [Path(os.environ["THOUGHTSOURCE_SHARED_DATA"])] if os.environ.get("THOUGHTSOURCE_SHARED_DATA") else []
+    repo = Path(__file__).resolve().parents[3]
+    return [*dirs, Path.cwd().parent / "shared" / "data", repo.parent / "shared" / "data"]
+
+
+def load_demo_data(n_samples: int, seed: int) -> tuple[Any, str]:
+    """(collection, description): GSM8K test from the registry (local raw files only, no download),
+    else the WorldTree example file of ThoughtSource."""
+    from ..collection import Collection
+    from ..errors import ThoughtSourceError
+
+    shared = [d for d in _shared_data_dirs() if d.is_dir()]
+    for data_dir in [None, *shared]:  # None: $THOUGHTSOURCE_DATA or the user cache
+        try:
+            full = Collection.from_datasets(["gsm8k"], splits=["test"], data_dir=data_dir, download=False)
+        except ThoughtSourceError as e:
+            log.debug("demo: gsm8k not loadable from %s: %s", data_dir or "the default data folder", e)
+            continue
+        return full.select(split="test", number_samples=n_samples, seed=seed), "gsm8k/test"
+    log.info("demo: gsm8k is not available (registry or raw files); using the ThoughtSource example file")
+    for d in shared:
+        path = d / EXAMPLE_FILE
+        if path.exists():
+            full = Collection.from_json(path)
+            return full.select(split="train", number_samples=n_samples, seed=seed), "worldtree/train (ThoughtSource example file)"
+    from ..errors import DataError
+
+    raise DataError("no demo data: gsm8k's raw files and the ThoughtSource example file were not found "
+                    "(set THOUGHTSOURCE_SHARED_DATA to the shared data folder)", path=str(EXAMPLE_FILE))
+
+
+def demo(
+    out: Path = typer.Option(Path("demo_out"), "--out", "-o", help="Output folder."),
+    n_samples: int = typer.Option(8, "--n-samples", help="Samples to generate for."),
+    max_tokens: int = typer.Option(96, "--max-tokens", help="Token limit of a CoT."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample draw."),
+) -> None:
+    """Run the whole pipeline on the embedded SmolLM2-135M model: data → CoTs → answers → evaluation → plot."""
+    import yaml
+
+    from ..generate import GenerateConfig, generate
+
+    t0 = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    collection, source = load_demo_data(n_samples, seed)
+    console.print(f"[bold]data[/]: {len(collection)} samples of {source}", highlight=False)
+    cfg = GenerateConfig.parse(
+        cot_trigger_keys=["kojima-01", "none"], answer_extraction_keys=["auto"], backend="transformers", model="embedded",
+        chat=True, max_tokens=max_tokens, answer_max_tokens=16, author="thoughtsource demo",
+        backend_options={"batch_size": 2 * n_samples}, db=out / "completions.sqlite",
+    )
+    from ..io import atomic_write
+
+    with atomic_write(out / "config.yaml") as fh:
+        yaml.safe_dump(cfg.model_dump(mode="json"), fh, sort_keys=False)
+    report = generate(collection, cfg)  # logs its summary
+    if report.errors:
+        console.print(f"[yellow]{report.errors} generation request(s) failed[/]; evaluating the rest", highlight=False)
+
+    try:
+        from ..evaluate import evaluate, evaluate_frame
+    except ImportError:
+        evaluate = None  # the evaluation module is not installed in this build
+    plot_path = None
+    if evaluate is not None:
+        result = evaluate_frame(collection)
+        evaluate(collection, out_dir=out, warn=False)
+        from rich.table import Table
+
+        table = Table(title=f"Accuracy of SmolLM2-135M-Instruct on {source}")
+        for col in ("CoT trigger", "answer extraction", "n", "accuracy", "95% CI"):
+            table.add_column(col, justify="right" if col in ("n", "accuracy", "95% CI") else "left")
+        acc = result.accuracy[result.accuracy["mode"] == "strict"]
+        for _, r in acc.iterrows():
+            table.add_row(str(r["cot_trigger"]), str(r["answer_extraction"]), str(r["n"]), f"{100 * r['accuracy']:.1f}%",
+                          f"{100 * r['ci_low']:.0f}-{100 * r['ci_high']:.0f}%")
+        console.print(table)
+        from ..plots import plot_accuracy
+
+        plot_path = plot_accuracy(result.accuracy, out / "accuracy.png", title="SmolLM2-135M-Instruct: accuracy per CoT trigger")
+    else:
+        console.print("evaluation skipped: thoughtsource.evaluate is not available")
+    collection.dump(out / "demo.json")
+    x = next(s for _, _, s in collection.samples())
+    for g in x.generated_cot:
+        console.print(f"\n[bold]{g.cot_trigger}[/] on {x.id}: {g.cot[:300]!r}\n  → answer: {g.answers[0].answer!r}", highlight=False)
+    console.print(f"\nwrote {out / 'demo.json'}" + (f", {plot_path}" if plot_path else "") + f" in {time.monotonic() - t0:.0f} s",
+                  highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)

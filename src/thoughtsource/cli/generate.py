@@ -1,0 +1,108 @@
+"""``generate``: CoTs and answers for a dataset or a file, with any backend, cached and resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..console import console
+
+
+def _csv(values: list[str] | None) -> list[str]:
+    """``--triggers a,b --triggers c`` → [a, b, c]."""
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    from ..errors import ConfigError
+
+    try:
+        obj = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError("config file not found", path=str(path)) from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"invalid YAML: {e}", path=str(path)) from None
+    if not isinstance(obj, dict):
+        raise ConfigError(f"expected a mapping of GenerateConfig fields, got {type(obj).__name__}", path=str(path))
+    return obj
+
+
+def generate_cmd(
+    dataset: list[str] = typer.Option(None, "--dataset", "-d", help="Registered dataset(s) to load (e.g. gsm8k)."),
+    file: Path = typer.Option(None, "--file", "-f", help="A ThoughtSource JSON/JSONL/Parquet file instead of --dataset."),
+    data_dir: Path = typer.Option(None, "--data-dir", help="Folder of raw dataset files (default: $THOUGHTSOURCE_DATA / cache)."),
+    split: str = typer.Option(None, "--split", help="Split to generate for (default: every split)."),
+    n_samples: int = typer.Option(None, "--n-samples", help="Random subset of this many samples per dataset (seeded)."),
+    select_seed: int = typer.Option(0, "--select-seed", help="Seed of the sample subset."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output ThoughtSource JSON (written atomically)."),
+    config: Path = typer.Option(None, "--config", help="YAML file of GenerateConfig fields (flags win over it)."),
+    instructions: list[str] = typer.Option(None, "--instructions", help="Instruction ids, comma-separated ('none': no instruction)."),
+    triggers: list[str] = typer.Option(None, "--triggers", help="CoT trigger ids, comma-separated (e.g. kojima-01,none)."),
+    extractions: list[str] = typer.Option(None, "--extractions", help="Answer-extraction ids ('auto': per answer type)."),
+    backend: str = typer.Option(None, "--backend", help="Backend: openai (any OpenAI-compatible server) or transformers."),
+    base_url: list[str] = typer.Option(None, "--base-url", help="Server URL of the openai backend; repeat to spread load."),
+    model: str = typer.Option(None, "--model", help="Model name (server) or path/'embedded' (transformers)."),
+    chat: bool = typer.Option(None, "--chat/--no-chat", help="Chat messages instead of plain prompts."),
+    n: int = typer.Option(None, "--n", help="CoTs per prompt (self-consistency; needs --temperature > 0)."),
+    temperature: float = typer.Option(None, "--temperature"),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Token limit of a CoT."),
+    answer_max_tokens: int = typer.Option(None, "--answer-max-tokens", help="Token limit of an extracted answer."),
+    few_shot: int = typer.Option(None, "--few-shot", help="Exemplars with gold CoTs (from --few-shot-split)."),
+    few_shot_split: str = typer.Option(None, "--few-shot-split"),
+    concurrency: int = typer.Option(None, "--concurrency", help="Backend calls in flight at most."),
+    batch_size: int = typer.Option(None, "--batch-size", help="Requests per backend call."),
+    fragments: list[Path] = typer.Option(None, "--fragments", help="User fragment file(s) (YAML/JSON)."),
+    author: str = typer.Option(None, "--author"),
+    seed: int = typer.Option(None, "--seed", help="Sampling seed."),
+    db: Path = typer.Option(None, "--db", help="Completion store (SQLite; default in $THOUGHTSOURCE_HOME)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only print the number of calls and estimated tokens."),
+) -> None:
+    """Generate CoTs and extracted answers; completions are cached in SQLite, so a rerun only fills gaps.
+
+    Example: thoughtsource generate --dataset gsm8k --split test --n-samples 20 --triggers kojima-01,none
+    --backend openai --base-url http://127.0.0.1:8000/v1 --model NAME --out gsm8k_20.json
+    """
+    from ..collection import Collection
+    from ..errors import BackendError, ConfigError
+    from ..generate import GenerateConfig, generate
+
+    if bool(dataset) == bool(file):
+        raise ConfigError("give either --dataset or --file")
+    settings: dict[str, Any] = _load_yaml(config) if config else {}
+    flags: dict[str, Any] = {
+        "instruction_keys": _csv(instructions) or None, "cot_trigger_keys": _csv(triggers) or None,
+        "answer_extraction_keys": _csv(extractions) or None, "backend": backend, "base_urls": base_url or None,
+        "model": model, "chat": chat, "n": n, "temperature": temperature, "max_tokens": max_tokens,
+        "answer_max_tokens": answer_max_tokens, "few_shot": few_shot, "few_shot_split": few_shot_split,
+        "concurrency": concurrency, "batch_size": batch_size, "fragments_files": fragments or None, "author": author,
+        "seed": seed, "db": db,
+    }
+    if flags["model"] is not None:
+        settings.pop("engine", None)
+    settings.update({k: v for k, v in flags.items() if v is not None})
+    cfg = GenerateConfig.parse(settings)
+
+    if file:
+        full = Collection.load(file)
+    else:
+        splits = [split] if split else None
+        if splits and cfg.few_shot and cfg.few_shot_split not in splits:
+            splits.append(cfg.few_shot_split)
+        full = Collection.from_datasets(dataset, splits=splits, data_dir=data_dir)
+    collection = full.select(split=split, number_samples=n_samples, seed=select_seed)
+    report = generate(collection, cfg, dry_run=dry_run, exemplar_pool=full)
+    if dry_run:
+        console.print(report.summary(), highlight=False)
+        return
+    collection.dump(out)
+    console.print(f"wrote {len(collection)} samples to {out}", highlight=False)
+    if report.errors:
+        raise BackendError(f"{report.errors} CoT request(s) failed; the output lacks them. Run the same command again to fill them in")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("generate")(generate_cmd)

@@ -1,0 +1,35 @@
+"""``serve-model``: an OpenAI-compatible server for a local transformers model (the embedded one by default)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import typer
+
+
+class Mode(str, Enum):
+    auto = "auto"
+    generate = "generate"
+    continuous = "continuous"
+    static = "static"
+
+
+def serve_model(
+    model: str = typer.Option("embedded", "--model", help="'embedded' (SmolLM2-135M-Instruct), a model folder or cached hub id."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+    port: int = typer.Option(8001, "--port", help="Port (0 picks a free one)."),
+    served_model_name: str | None = typer.Option(None, "--served-model-name", help="Name clients use; default: --model."),
+    batch_size: int = typer.Option(8, "--batch-size", help="Rows per batched generate call."),
+    device: str | None = typer.Option(None, "--device", help="cuda, cpu, ...; default: cuda when available."),
+    mode: Mode = typer.Option(Mode.auto, "--mode", help="auto: continuous batching on CUDA, padded generate otherwise."),
+    max_tokens: int = typer.Option(256, "--max-tokens", help="Default max_tokens of requests that give none."),
+) -> None:
+    """Serve /v1/models, /v1/chat/completions and /v1/completions; concurrent requests share batches."""
+    from ..backends.server import make_backend, serve
+
+    backend = make_backend(model, batch_size=batch_size, device=device, mode=mode.value)
+    serve(backend, served_model_name or model, host=host, port=port, default_max_tokens=max_tokens)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve-model")(serve_model)

@@ -1,0 +1,219 @@
+"""The durable completion store: every finished completion, in SQLite, under a content key.
+
+Design (see STYLE.md, "The store"):
+
+* Key = ``"v1:" + sha256(canonical JSON of backend.cache_identity(), the prompt or messages, the
+  generation parameters and the sample index)``.  The sample index makes the n samples of one prompt
+  (self-consistency) separate, cacheable entries; the ``v1:`` prefix makes a future change of the key
+  visible instead of silently splitting the cache.
+* Each finished request is written in its own short transaction and committed *before* generation
+  attaches it to a collection, so a run killed at any point loses at most the requests in flight and
+  never asks twice for a completion it already has.
+* WAL journal, ``busy_timeout`` (several processes may share one store), ``synchronous=NORMAL``
+  (durable across process crashes; WAL keeps the file consistent on power loss).
+* The schema only moves forward: :data:`MIGRATIONS` is an append-only list, each applied once and
+  recorded in ``_migrations``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .backends.base import Completion, Request
+from .errors import StoreError
+
+log = logging.getLogger(__name__)
+
+KEY_VERSION = "v1"
+BUSY_TIMEOUT_MS = 30_000
+
+
+# --------------------------------------------------------------------------- keys
+def request_payload(request: Request) -> dict[str, Any]:
+    """What of a request changes its completion (metadata does not)."""
+    return {
+        "prompt": None if request.messages else request.prompt,
+        "messages": [dict(m) for m in request.messages] if request.messages else None,
+        "params": {
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "stop": list(request.stop),
+            "seed": request.seed,
+        },
+        "sample_index": request.sample_index,
+    }
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def completion_key(identity: dict[str, Any], request: Request) -> str:
+    """``v1:<sha256 hex>`` of the backend identity and the request payload."""
+    digest = hashlib.sha256(canonical_json({"backend": identity, **request_payload(request)}).encode()).hexdigest()
+    return f"{KEY_VERSION}:{digest}"
+
+
+# --------------------------------------------------------------------------- rows
+@dataclass(frozen=True)
+class StoredCompletion:
+    key: str
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    latency_s: float
+    attempts: int
+    created_at: str
+
+    def to_completion(self) -> Completion:
+        return Completion(
+            text=self.text, prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+            finish_reason=self.finish_reason, latency_s=self.latency_s, attempts=self.attempts,
+        )
+
+
+# --------------------------------------------------------------------------- migrations
+def m001_initial(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE completions (
+            key TEXT PRIMARY KEY,
+            backend TEXT NOT NULL,
+            identity TEXT NOT NULL,
+            request TEXT NOT NULL,
+            text TEXT NOT NULL,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            latency_s REAL NOT NULL DEFAULT 0,
+            attempts INTEGER NOT NULL DEFAULT 1,
+            created_at TEXT NOT NULL
+        )"""
+    )
+
+
+def m002_finish_reason_and_date_index(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE completions ADD COLUMN finish_reason TEXT NOT NULL DEFAULT ''")
+    db.execute("CREATE INDEX completions_created_at ON completions (created_at)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_finish_reason_and_date_index]
+
+
+def migrate(db: sqlite3.Connection, migrations: Iterable[Callable[[sqlite3.Connection], None]] | None = None) -> list[str]:
+    """Apply the migrations not yet recorded in ``_migrations`` (each in its own transaction)."""
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    applied: list[str] = []
+    for m in MIGRATIONS if migrations is None else migrations:
+        with db:  # BEGIN ... COMMIT (or ROLLBACK)
+            db.execute("BEGIN IMMEDIATE")
+            if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (m.__name__,)).fetchone():
+                continue
+            m(db)
+            db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (m.__name__, _now()))
+            applied.append(m.__name__)
+    if applied:
+        log.debug("store migrations applied: %s", ", ".join(applied))
+    return applied
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y/%m/%d %H:%M:%S")
+
+
+def default_path() -> Path:
+    from .paths import home
+
+    return home() / "completions.sqlite"
+
+
+# --------------------------------------------------------------------------- the store
+class CompletionStore:
+    """Key → completion, in one SQLite file.  Use as a context manager or call :meth:`close`."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # autocommit mode: transactions are explicit (one per put, one per migration)
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            mode = self.db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise StoreError(f"{self.path}: could not switch the store to WAL mode (got {mode!r})")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            migrate(self.db)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: cannot open the completion store: {e}") from None
+
+    # -- reading
+    def get(self, key: str) -> StoredCompletion | None:
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, StoredCompletion]:
+        keys = list(dict.fromkeys(keys))
+        found: dict[str, StoredCompletion] = {}
+        for i in range(0, len(keys), 500):  # stay below SQLite's host-parameter limit
+            chunk = keys[i : i + 500]
+            rows = self.db.execute(
+                "SELECT key, text, prompt_tokens, completion_tokens, finish_reason, latency_s, attempts, created_at "
+                f"FROM completions WHERE key IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+            found.update((r[0], StoredCompletion(*r)) for r in rows)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.db.execute("SELECT 1 FROM completions WHERE key = ?", (key,)).fetchone() is not None
+
+    def __len__(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+
+    def keys(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT key FROM completions")}
+
+    # -- writing
+    def put(self, key: str, backend: str, identity: dict[str, Any], request: Request, completion: Completion) -> StoredCompletion:
+        """Write one completion and commit.  An existing row wins (the first completion of a key is kept)."""
+        row = StoredCompletion(
+            key=key, text=completion.text, prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens, finish_reason=completion.finish_reason,
+            latency_s=completion.latency_s, attempts=completion.attempts, created_at=_now(),
+        )
+        try:
+            self.db.execute(
+                "INSERT OR IGNORE INTO completions (key, backend, identity, request, text, prompt_tokens, completion_tokens, "
+                "finish_reason, latency_s, attempts, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, backend, canonical_json(identity), canonical_json(request_payload(request)), row.text, row.prompt_tokens,
+                 row.completion_tokens, row.finish_reason, row.latency_s, row.attempts, row.created_at),
+            )
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: cannot write completion {key}: {e}") from None
+        return self.get(key) or row
+
+    def stats(self) -> dict[str, Any]:
+        n, p, c, lat = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0), COALESCE(SUM(latency_s),0) FROM completions"
+        ).fetchone()
+        return {"completions": n, "prompt_tokens": p, "completion_tokens": c, "latency_s": lat}
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> CompletionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["MIGRATIONS", "CompletionStore", "StoredCompletion", "completion_key", "migrate", "request_payload"]

@@ -1,0 +1,133 @@
+"""The ``transformers`` backend generating real CoTs with the embedded SmolLM2 (CPU here, GPU when present)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+import pytest
+
+from thoughtsource.backends import Request
+from thoughtsource.backends.transformers_local import TransformersBackend
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def backend(embedded_model: tuple) -> TransformersBackend:
+    return TransformersBackend.from_loaded(*embedded_model, name="embedded", batch_size=4)
+
+
+def test_real_cots_for_gsm8k_questions(backend: TransformersBackend, gsm8k_questions: list[str], cot_request, embedded_model):
+    tok = embedded_model[1]
+    reqs = [cot_request(q, max_tokens=32) for q in gsm8k_questions]
+    out = backend.complete_sync(reqs)
+    assert len(out) == 3
+    assert len({c.text for c in out}) == 3  # one answer per question, in order
+    for q, c in zip(gsm8k_questions, out, strict=True):
+        assert c.text.strip(), "empty CoT"
+        assert "<|im_end|>" not in c.text and "<|im_start|>" not in c.text
+        assert 0 < c.completion_tokens <= 32 and c.finish_reason in ("stop", "length")
+        # the prompt is the chat-templated question, counted in real tokens
+        assert c.prompt_tokens == len(
+            tok(
+                tok.apply_chat_template(
+                    [{"role": "user", "content": f"{q}\nLet's think step by step."}], add_generation_prompt=True, tokenize=False
+                ),
+                add_special_tokens=False,
+            )["input_ids"]
+        )
+        # the reported completion tokens are the tokens of the text
+        assert abs(len(tok(c.text, add_special_tokens=False)["input_ids"]) - c.completion_tokens) <= 2
+    assert backend.counters.completed >= 3 and backend.counters.completion_tokens >= sum(c.completion_tokens for c in out)
+
+
+def test_left_padded_batch_gives_the_same_greedy_text_as_one_by_one(
+    backend: TransformersBackend, gsm8k_questions: list[str], cot_request, caplog: pytest.LogCaptureFixture
+):
+    reqs = [cot_request(q, max_tokens=16) for q in gsm8k_questions] + [Request(prompt="The capital of France is", max_tokens=16)]
+    caplog.set_level(logging.DEBUG, logger="thoughtsource.backends.transformers_local")
+    batched = backend.complete_sync(reqs)
+    assert "generated 4 rows" in caplog.text  # one batch of four rows of different lengths
+    single = [backend.complete_sync([r])[0] for r in reqs]
+    assert [c.text for c in batched] == [c.text for c in single]
+    assert batched[3].text.strip()
+
+
+def test_sampling_is_reproducible_per_sample_index(backend: TransformersBackend):
+    base = Request(prompt="Q: Name three fruits.\nA:", temperature=1.0, max_tokens=12)
+    reqs = [replace(base, sample_index=i) for i in range(3)]
+    first = backend.complete_sync(reqs)
+    # other batch mates, other order: each sample is still the same
+    again = backend.complete_sync([reqs[2], Request(prompt="Unrelated text", max_tokens=4), reqs[0]])
+    assert again[0].text == first[2].text and again[2].text == first[0].text
+    assert len({c.text for c in first}) == 3, "sample_index must give different samples"
+    reseeded = backend.complete_sync([replace(base, seed=12345)])[0]
+    assert reseeded.text not in {c.text for c in first}
+
+
+def test_rows_keep_their_own_max_tokens_and_stop_strings(backend: TransformersBackend):
+    reqs = [
+        Request(prompt="Count: 1, 2, 3,", max_tokens=30, stop=(" 7",)),
+        Request(prompt="Count: 1, 2, 3,", max_tokens=4),
+        Request(prompt="The capital of France is", max_tokens=10),
+    ]
+    out = backend.complete_sync(reqs)
+    assert out[0].text.startswith(" 4, 5, 6") and " 7" not in out[0].text and out[0].finish_reason == "stop"
+    assert out[0].completion_tokens < 30
+    assert out[1].completion_tokens == 4 and out[1].finish_reason == "length"
+    assert out[1].text and out[0].text.startswith(out[1].text)  # the same greedy continuation, cut earlier
+    assert 0 < out[2].completion_tokens <= 10
+
+
+def test_cache_identity_fingerprints_the_weights(backend: TransformersBackend, embedded_model: tuple):
+    import torch
+
+    named = TransformersBackend("embedded")
+    ident = named.cache_identity()
+    assert ident["backend"] == "transformers" and ident["model"] == "embedded"
+    assert ident["weights"].startswith("sha256:") and named._model is None  # from the files, without loading
+    assert TransformersBackend("embedded").cache_identity() == ident
+
+    in_memory = backend.cache_identity()["weights"]
+    assert in_memory.startswith("params-sha256:")
+    model = embedded_model[0]
+    weight = model.model.norm.weight
+    with torch.no_grad():
+        weight[0] += 1.0  # one training step's worth of change
+        try:
+            changed = TransformersBackend.from_loaded(*embedded_model).cache_identity()["weights"]
+        finally:
+            weight[0] -= 1.0
+    assert changed != in_memory
+    assert TransformersBackend.from_loaded(*embedded_model).cache_identity()["weights"] == in_memory
+
+
+def test_continuous_batching_matches_padded_generate(embedded_model: tuple, cot_request, gsm8k_questions: list[str]):
+    """transformers' continuous batching (paged attention) works on CPU too; greedy output is the same."""
+    continuous = TransformersBackend.from_loaded(*embedded_model, mode="continuous")
+    padded = TransformersBackend.from_loaded(*embedded_model, mode="generate")
+    reqs = [cot_request(q, max_tokens=8) for q in gsm8k_questions[:2]] + [
+        Request(prompt="Count: 1, 2, 3,", max_tokens=8, stop=(" 6",))
+    ]
+    a = continuous.complete_sync(reqs)
+    b = padded.complete_sync(reqs)
+    assert [c.text for c in a] == [c.text for c in b]
+    assert a[0].raw["mode"] == "continuous" and a[2].finish_reason == "stop"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA GPU")
+def test_gpu_modes_agree_and_sample_reproducibly(cot_request, gsm8k_questions: list[str]):
+    by_mode = {
+        m: TransformersBackend("embedded", device="cuda", dtype="float32", mode=m, batch_size=8)
+        for m in ("generate", "static", "continuous")
+    }
+    reqs = [cot_request(q, max_tokens=48) for q in gsm8k_questions]
+    texts = {m: [c.text for c in b.complete_sync(reqs)] for m, b in by_mode.items()}
+    assert texts["generate"] == texts["static"] == texts["continuous"]
+    assert all(t.strip() for t in texts["generate"])
+    sampled = [replace(reqs[0], temperature=0.8, sample_index=i) for i in range(4)]
+    gen = by_mode["generate"]
+    assert [c.text for c in gen.complete_sync(sampled)] == [c.text for c in gen.complete_sync(sampled)]
+    assert by_mode["continuous"].mode == "continuous" and TransformersBackend("embedded", device="cuda").mode == "continuous"
