@@ -94,13 +94,13 @@ def test_cache_identity_fingerprints_the_weights(backend: TransformersBackend, e
     model = embedded_model[0]
     weight = model.model.norm.weight
     with torch.no_grad():
-        weight[0] += 1.0  # one training step's worth of change
+        weight[0] += 1.0  # one training step's worth of change, made in place as a trainer does
         try:
-            changed = TransformersBackend.from_loaded(*embedded_model).cache_identity()["weights"]
+            changed = backend.cache_identity()["weights"]
         finally:
             weight[0] -= 1.0
     assert changed != in_memory
-    assert TransformersBackend.from_loaded(*embedded_model).cache_identity()["weights"] == in_memory
+    assert backend.cache_identity()["weights"] == in_memory
 
 
 def test_continuous_batching_matches_padded_generate(embedded_model: tuple, cot_request, gsm8k_questions: list[str]):

@@ -150,9 +150,12 @@ class TransformersBackend:
     # -- the protocol -----------------------------------------------------------------------
 
     def cache_identity(self) -> dict[str, Any]:
-        if self._fingerprint is None:
-            self._fingerprint = self._compute_fingerprint()
-        return {"backend": self.name, "model": self.options.model, "weights": self._fingerprint}
+        fingerprint = self._fingerprint
+        if fingerprint is None:
+            fingerprint = self._compute_fingerprint()
+            if self._owns_model:  # files on disk do not change under us; a caller's model may be trained in place
+                self._fingerprint = fingerprint
+        return {"backend": self.name, "model": self.options.model, "weights": fingerprint}
 
     async def complete(self, requests: list[Request]) -> list[Completion]:
         if not requests:
@@ -226,17 +229,22 @@ class TransformersBackend:
     # -- generation (runs in a worker thread) -----------------------------------------------
 
     def generate(self, requests: list[Request]) -> list[Completion]:
-        """Generate one batch synchronously (no queue): one Completion per request, in order."""
-        self.load()
+        """Generate synchronously, without the queue (``batch_size`` rows per call): one Completion per request, in order."""
+        model, _ = self.load()
         rows = [self._row(r) for r in requests]
         t0 = time.monotonic()
         with self._lock:
-            if self.mode == "continuous":
-                outputs = self._generate_continuous(rows)
-            else:
-                outputs: list[list[int]] = []
-                for start in range(0, len(rows), self.options.batch_size):
-                    outputs += self._generate_padded(rows[start : start + self.options.batch_size])
+            was_training = model.training  # a model handed over mid-training: no dropout while generating
+            model.eval()
+            try:
+                if self.mode == "continuous":
+                    outputs = self._generate_continuous(rows)
+                else:
+                    outputs = []
+                    for start in range(0, len(rows), self.options.batch_size):
+                        outputs += self._generate_padded(rows[start : start + self.options.batch_size])
+            finally:
+                model.train(was_training)
         latency = time.monotonic() - t0
         log.debug("generated %d rows (%s) in %.2fs", len(rows), self.mode, latency)
         completions = [self._finish(row, ids, latency) for row, ids in zip(rows, outputs, strict=True)]
