@@ -49,7 +49,10 @@ class Generator:
         self.show_progress = show_progress
         g = cfg.generation
         if g.backend == "openai":
-            self.backend = get_backend("openai", base_url=g.base_url, model=g.served_model or model_path, **g.options)
+            opts = {"model": g.served_model or model_path, **g.options}
+            if g.base_url:
+                opts["base_url"] = g.base_url
+            self.backend = get_backend("openai", **opts)
         else:
             if model is None:
                 from ..embedded import load_model
@@ -64,24 +67,33 @@ class Generator:
         reqs = [Request(prompt=p, max_tokens=int(m), temperature=temperature, stop=tuple(stop), seed=seed + i * n + j,
                         sample_index=j)
                 for i, (p, m) in enumerate(zip(prompts, max_tokens, strict=True)) for j in range(n)]
-        out: list[Completion] = []
+        # longest prompts first, so each batch holds prompts of similar length; results go back in order
+        order = sorted(range(len(reqs)), key=lambda i: -len(reqs[i].prompt))
         chunk = max(1, self.cfg.generation.batch_size)
+        done: dict[int, Completion] = {}
         t0 = time.perf_counter()
+
+        async def _run(bar: Any, task: Any) -> None:
+            try:
+                for start in range(0, len(order), chunk):
+                    idx = order[start:start + chunk]
+                    for i, c in zip(idx, await self.backend.complete([reqs[i] for i in idx]), strict=True):
+                        done[i] = c
+                    bar.advance(task, len(idx))
+                    elapsed = time.perf_counter() - t0
+                    toks = sum(c.completion_tokens for c in done.values())
+                    bar.update(task, **{"tok/s": f"{toks / elapsed:.0f}" if elapsed else ""})
+            finally:
+                if self.cfg.generation.backend == "openai":  # its connections belong to this event loop
+                    await self.backend.aclose()
+
         with progress("tok/s", enabled=self.show_progress) as bar:
             task = bar.add_task(description, total=len(reqs), **{"tok/s": ""})
-            for start in range(0, len(reqs), chunk):
-                done = asyncio.run(self.backend.complete(reqs[start:start + chunk]))
-                out.extend(done)
-                bar.advance(task, len(done))
-                elapsed = time.perf_counter() - t0
-                toks = sum(c.completion_tokens for c in out)
-                bar.update(task, **{"tok/s": f"{toks / elapsed:.0f}" if elapsed else ""})
+            asyncio.run(_run(bar, task))
+        out = [done[i] for i in range(len(reqs))]
         if stats is not None:
             stats.requests += len(out)
             stats.prompt_tokens += sum(c.prompt_tokens for c in out)
             stats.completion_tokens += sum(c.completion_tokens for c in out)
             stats.wall_s += time.perf_counter() - t0
         return [out[i * n:(i + 1) * n] for i in range(len(prompts))]
-
-    def close(self) -> None:
-        asyncio.run(self.backend.aclose())

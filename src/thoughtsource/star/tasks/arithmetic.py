@@ -103,7 +103,8 @@ class ArithmeticTask(Task):
         for _ in range(n):
             pair = self._pair(rng, digits)
             tries = 0
-            while pair in seen and len(seen) < space and tries < 1000:
+            taken = sum(1 for x, y in seen if max(len(str(x)), len(str(y))) == digits)
+            while pair in seen and taken < space and tries < 1000:
                 pair = self._pair(rng, digits)
                 tries += 1
             seen.add(pair)
@@ -165,11 +166,7 @@ class ArithmeticTask(Task):
     def completion(self, problem: Problem, rationale: str | None) -> str:
         if rationale is None:
             return spaced(problem.answer)
-        text = rationale.strip()
-        if _SCRATCH_END not in text:  # a reference scratchpad without its answer line
-            return text
-        head, _, _ = text.partition(_SCRATCH_END)
-        return f"{head}{_SCRATCH_END}\n{spaced(problem.answer)}" if text.endswith(_SCRATCH_END) else text
+        return f"{rationale.strip()}\n{spaced(problem.answer)}"
 
     def predicted_answer(self, problem: Problem, text: str, *, direct: bool = False) -> str | None:
         """Strict: the first line after ``</scratch>`` must be the spaced digits (direct: the first line)."""

@@ -68,8 +68,12 @@ class Task:
         raise NotImplementedError
 
     def completion(self, problem: Problem, rationale: str | None) -> str:  # pragma: no cover - abstract
-        """The training target: the rationale ending in the answer, or (direct) the answer alone."""
+        """A reference rationale (without its answer) followed by the answer; None: the answer alone (direct)."""
         raise NotImplementedError
+
+    def generated_completion(self, text: str) -> str:
+        """A generated text (already judged to end in the correct answer) as a training target."""
+        return text.strip()
 
     def max_new_tokens(self, problem: Problem, *, direct: bool = False) -> int:
         return self.default_max_new_tokens
@@ -89,10 +93,10 @@ class Task:
         return text[:cut].rstrip()
 
     def training_record(self, problem: Problem, text: str | None, *, rationalized: bool = False) -> TrainingRecord:
-        """question (no hint, no exemplars) → completion.  ``text`` None: direct answer."""
+        """question (no hint, no exemplars) → generated rationale + answer.  ``text`` None: the gold answer alone (direct)."""
         return TrainingRecord(
             id=problem.id,
             prompt=self.prompt(problem, [], hint=False, direct=text is None),
-            completion=self.completion(problem, text),
+            completion=self.completion(problem, None) if text is None else self.generated_completion(text),
             rationalized=rationalized,
         )

@@ -199,10 +199,10 @@ class DatasetTask(Task):
     def completion(self, problem: Problem, rationale: str | None) -> str:
         if rationale is None:
             return f" The answer is {self.answer_text(problem)}."
-        text = rationale.strip()
-        if judge.extract_answer(problem, text) is not None:  # a generated rationale already ends in its answer
-            return " " + text
-        return f" {text} Therefore, the answer is {self.answer_text(problem)}."
+        return f" {rationale.strip()} Therefore, the answer is {self.answer_text(problem)}."
+
+    def generated_completion(self, text: str) -> str:
+        return " " + text.strip()
 
     def predicted_answer(self, problem: Problem, text: str, *, direct: bool = False) -> str | None:
         return judge.extract_answer(problem, text)
