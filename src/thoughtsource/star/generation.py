@@ -69,7 +69,7 @@ class Generator:
                 for i, (p, m) in enumerate(zip(prompts, max_tokens, strict=True)) for j in range(n)]
         # longest prompts first, so each batch holds prompts of similar length; results go back in order
         order = sorted(range(len(reqs)), key=lambda i: -len(reqs[i].prompt))
-        chunk = max(1, self.cfg.generation.batch_size)
+        chunk = max(1, self.cfg.generation.batch_size) * 4  # the backend batches inside; chunks pace the progress bar
         done: dict[int, Completion] = {}
         t0 = time.perf_counter()
 
@@ -83,9 +83,8 @@ class Generator:
                     elapsed = time.perf_counter() - t0
                     toks = sum(c.completion_tokens for c in done.values())
                     bar.update(task, **{"tok/s": f"{toks / elapsed:.0f}" if elapsed else ""})
-            finally:
-                if self.cfg.generation.backend == "openai":  # its connections belong to this event loop
-                    await self.backend.aclose()
+            finally:  # workers/connections belong to this event loop; a model passed in stays loaded
+                await self.backend.aclose()
 
         with progress("tok/s", enabled=self.show_progress) as bar:
             task = bar.add_task(description, total=len(reqs), **{"tok/s": ""})
