@@ -84,7 +84,7 @@ def test_rationalization_prompts_hold_the_hint_training_examples_do_not(tiny_run
 
 
 def test_only_rationales_ending_in_the_correct_answer_are_kept(tiny_run: tuple[Path, dict]) -> None:
-    out, summary = tiny_run
+    out, _ = tiny_run
     task = get_task("arithmetic", **TINY["task_options"])
     problems = {p.id: p for p in task.load("train", 0)}
     kept_total = 0
