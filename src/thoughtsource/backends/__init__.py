@@ -8,7 +8,10 @@ from typing import Any
 from ..errors import UnknownNameError
 from .base import Backend, Completion, Request
 
-BACKENDS: dict[str, str] = {}
+BACKENDS: dict[str, str] = {
+    "openai": "thoughtsource.backends.openai_compat:OpenAIBackend",
+    "transformers": "thoughtsource.backends.transformers_local:TransformersBackend",
+}
 
 __all__ = ["BACKENDS", "Backend", "Completion", "Request", "get_backend"]
 

@@ -1,0 +1,389 @@
+"""Any OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, hosted APIs) over async httpx.
+
+One :class:`OpenAIBackend` talks to one model on one or more servers:
+
+* chat (``/chat/completions``) when a :class:`Request` has ``messages``, else completions
+  (``/completions``); ``api="chat"`` wraps plain prompts as one user message for chat-only APIs;
+* at most ``concurrency`` requests in flight, optional requests- and tokens-per-minute budgets
+  (token buckets refilled continuously);
+* retries on 408/409/425/429/5xx, timeouts and dropped connections with exponential backoff and
+  full jitter, waiting at least what ``Retry-After`` (or ``retry-after-ms``) says; a server that
+  answered 429 with Retry-After gets no request before that time; after ``max_attempts`` a
+  :class:`BackendError` (backend, status, attempts);
+* a list of ``base_url`` s: each attempt goes to the ready server with the fewest requests in
+  flight (or round robin); a retry prefers another server, and a server that fails repeatedly is
+  rested for a while (failover);
+* ``counters`` (requests, retries, errors, completed, failed, tokens) for progress bars.
+
+The API key comes from ``api_key`` or the environment variable named by ``api_key_env``; it is
+kept as a ``SecretStr`` and never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import logging
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+from ..errors import BackendError, ConfigError
+from .base import Completion, Request
+from .counters import Counters, request_seed
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class OpenAIOptions(BaseModel):
+    """Options of the ``openai`` backend (``get_backend("openai", **options)``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(description="Model name as the server knows it.")
+    base_url: list[str] = Field(
+        default_factory=lambda: ["http://127.0.0.1:8000/v1"],
+        description="One or more server URLs; a URL without a path gets '/v1'. Load is spread over all of them.",
+    )
+    api_key: SecretStr | None = Field(default=None, description="API key; by default read from $api_key_env.")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the API key.")
+    api: Literal["auto", "chat", "completions"] = Field(
+        default="auto", description="auto: chat for requests with messages, completions otherwise."
+    )
+    server_kind: str = Field(
+        default="openai-compatible",
+        description="What serves the model (vllm, llama.cpp, ollama, openai, ...); part of the cache identity.",
+    )
+    concurrency: int = Field(default=16, ge=1, description="Requests in flight at most (over all servers).")
+    requests_per_minute: float | None = Field(default=None, gt=0, description="Request budget per minute.")
+    tokens_per_minute: float | None = Field(
+        default=None, gt=0, description="Token budget per minute (prompt estimate + max_tokens, corrected by usage)."
+    )
+    max_attempts: int = Field(default=6, ge=1, description="Attempts per request before a BackendError.")
+    backoff_base_s: float = Field(default=0.5, ge=0, description="First backoff ceiling; doubles per attempt.")
+    backoff_max_s: float = Field(default=30.0, ge=0, description="Largest backoff ceiling.")
+    max_retry_after_s: float = Field(default=120.0, ge=0, description="Longest Retry-After honoured.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Per-attempt timeout (connect, read, write).")
+    routing: Literal["least-inflight", "round-robin"] = "least-inflight"
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="Extra JSON fields sent with every request (e.g. top_k, repetition_penalty)."
+    )
+
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _split_urls(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [u.strip() for u in v.split(",") if u.strip()]
+        return v
+
+    @field_validator("base_url")
+    @classmethod
+    def _normalise_urls(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("at least one base_url is needed")
+        out = []
+        for url in v:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(f"not an http(s) URL: {url!r}")
+            url = url.rstrip("/")
+            if parts.path in ("", "/"):
+                url += "/v1"
+            out.append(url)
+        return out
+
+
+@dataclass
+class _Endpoint:
+    url: str
+    inflight: int = 0
+    not_before: float = 0.0  # monotonic time before which no request goes here (Retry-After, resting)
+    consecutive_failures: int = 0
+    requests: int = 0
+    errors: int = 0
+
+
+class _TokenBucket:
+    """Continuous-refill token bucket holding at most one second of budget; may run into debt."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.level = self.capacity
+        self.stamp = time.monotonic()
+        self.lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+
+    async def acquire(self, amount: float) -> None:
+        async with self.lock:  # first come, first served
+            while True:
+                self._refill()
+                need = min(amount, self.capacity)
+                if self.level >= need:
+                    self.level -= amount
+                    return
+                await asyncio.sleep((need - self.level) / self.rate)
+
+    def adjust(self, delta: float) -> None:
+        """Charge ``delta`` more (or less, when negative) than acquired, once the real usage is known."""
+        self._refill()
+        self.level = min(self.capacity, self.level - delta)
+
+
+class _LoopState:
+    """What binds to one event loop: the HTTP client, the semaphore and the bucket locks."""
+
+    def __init__(self, opts: OpenAIOptions, headers: dict[str, str]) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.semaphore = asyncio.Semaphore(opts.concurrency)
+        self.client = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(opts.timeout_s),
+            limits=httpx.Limits(max_connections=opts.concurrency, max_keepalive_connections=opts.concurrency),
+        )
+        self.rpm = _TokenBucket(opts.requests_per_minute) if opts.requests_per_minute else None
+        self.tpm = _TokenBucket(opts.tokens_per_minute) if opts.tokens_per_minute else None
+
+
+def parse_retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class _AttemptFailed(Exception):
+    def __init__(self, status: int | None, detail: str, retry_after: float | None = None, retryable: bool = True) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.retry_after = retry_after
+        self.retryable = retryable
+
+
+class OpenAIBackend:
+    """The ``openai`` backend: see the module docstring."""
+
+    name = "openai"
+
+    def __init__(self, **options: Any) -> None:
+        self.options = OpenAIOptions(**options)
+        key = self.options.api_key
+        if key is None and os.environ.get(self.options.api_key_env):
+            key = SecretStr(os.environ[self.options.api_key_env])
+        self._headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
+        self.endpoints = [_Endpoint(url) for url in self.options.base_url]
+        self.counters = Counters()
+        self._rr = 0
+        self._state: _LoopState | None = None
+        self._stale_clients: list[httpx.AsyncClient] = []
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"OpenAIBackend(model={self.options.model!r}, base_url={self.options.base_url!r})"
+
+    def cache_identity(self) -> dict[str, Any]:
+        """Model and server kind (not the URLs: the same model on two servers answers the same)."""
+        return {
+            "backend": self.name,
+            "model": self.options.model,
+            "server_kind": self.options.server_kind,
+            "extra_body": self.options.extra_body,
+        }
+
+    # -- the protocol -----------------------------------------------------------------------
+
+    async def complete(self, requests: list[Request]) -> list[Completion]:
+        state = self._loop_state()
+        results = await asyncio.gather(*(self._complete_one(r, state) for r in requests), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return list(results)  # type: ignore[arg-type]
+
+    async def aclose(self) -> None:
+        if self._state is not None:
+            self._stale_clients.append(self._state.client)
+            self._state = None
+        for client in self._stale_clients:
+            with contextlib.suppress(RuntimeError):  # a client of a finished event loop: its sockets went with it
+                await client.aclose()
+        self._stale_clients.clear()
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _loop_state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        if self._state is None or self._state.loop is not loop:
+            if self._state is not None:
+                self._stale_clients.append(self._state.client)
+            self._state = _LoopState(self.options, self._headers)
+        return self._state
+
+    def _route(self, request: Request) -> tuple[str, dict[str, Any]]:
+        o = self.options
+        body: dict[str, Any] = {"model": o.model, "max_tokens": request.max_tokens, "temperature": request.temperature}
+        if request.top_p != 1.0:
+            body["top_p"] = request.top_p
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.temperature > 0:
+            body["seed"] = request_seed(request.seed, request.sample_index)
+        elif request.seed is not None:
+            body["seed"] = request.seed
+        body.update(o.extra_body)
+        use_chat = o.api == "chat" or (o.api == "auto" and request.messages)
+        if use_chat:
+            body["messages"] = list(request.messages) if request.messages else [{"role": "user", "content": request.prompt}]
+            return "/chat/completions", body
+        if request.messages:
+            raise ConfigError(f"backend openai: api='completions' cannot send chat messages (model {o.model})")
+        body["prompt"] = request.prompt
+        return "/completions", body
+
+    async def _pick_endpoint(self, avoid: _Endpoint | None) -> _Endpoint:
+        while True:
+            now = time.monotonic()
+            ready = [e for e in self.endpoints if e.not_before <= now]
+            if not ready:
+                await asyncio.sleep(min(e.not_before for e in self.endpoints) - now)
+                continue
+            if avoid is not None and len(ready) > 1:
+                ready = [e for e in ready if e is not avoid]
+            n = len(self.endpoints)
+            order = sorted(ready, key=lambda e: (self.endpoints.index(e) - self._rr) % n)
+            if self.options.routing == "least-inflight":
+                order.sort(key=lambda e: e.inflight)  # stable: ties keep the round-robin order
+            chosen = order[0]
+            self._rr = (self.endpoints.index(chosen) + 1) % n
+            return chosen
+
+    async def _attempt(self, state: _LoopState, endpoint: _Endpoint, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            resp = await state.client.post(endpoint.url + path, json=body)
+        except httpx.TimeoutException as e:
+            raise _AttemptFailed(None, f"timeout ({type(e).__name__})") from e
+        except httpx.TransportError as e:  # refused, reset, closed without a response
+            raise _AttemptFailed(None, f"connection error ({type(e).__name__}: {e})") from e
+        if resp.status_code != 200:
+            detail = resp.text[:300].replace("\n", " ")
+            retryable = resp.status_code in RETRY_STATUSES or resp.status_code >= 500
+            raise _AttemptFailed(
+                resp.status_code, f"HTTP {resp.status_code}: {detail}", parse_retry_after(resp.headers), retryable
+            )
+        try:
+            data = resp.json()
+            data["choices"][0]
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            raise _AttemptFailed(200, f"malformed response: {resp.text[:200]!r}") from e
+        return data
+
+    async def _complete_one(self, request: Request, state: _LoopState) -> Completion:
+        o = self.options
+        path, body = self._route(request)
+        estimate = request.max_tokens + len(str(body.get("messages") or body.get("prompt"))) / 4
+        t0 = time.monotonic()
+        avoid: _Endpoint | None = None
+        failure: _AttemptFailed | None = None
+        for attempt in range(1, o.max_attempts + 1):
+            if failure is not None:
+                ceiling = min(o.backoff_max_s, o.backoff_base_s * 2 ** (attempt - 2))
+                delay = random.uniform(0, ceiling)  # full jitter
+                if failure.retry_after is not None:
+                    delay = max(delay, min(failure.retry_after, o.max_retry_after_s))
+                log.debug("retrying %s in %.2fs after %s (attempt %d)", path, delay, failure.detail, attempt)
+                await asyncio.sleep(delay)
+            async with state.semaphore:
+                if state.rpm:
+                    await state.rpm.acquire(1)
+                if state.tpm:
+                    await state.tpm.acquire(estimate)
+                endpoint = await self._pick_endpoint(avoid)
+                endpoint.inflight += 1
+                endpoint.requests += 1
+                self.counters.requests += 1
+                if attempt > 1:
+                    self.counters.retries += 1
+                try:
+                    data = await self._attempt(state, endpoint, path, body)
+                except _AttemptFailed as e:
+                    failure = e
+                    self._record_failure(endpoint, e)
+                    avoid = endpoint
+                    if not e.retryable:
+                        break
+                    continue
+                finally:
+                    endpoint.inflight -= 1
+            endpoint.consecutive_failures = 0
+            return self._completion(request, data, path, state, estimate, t0, attempt)
+        self.counters.failed += 1
+        assert failure is not None
+        raise BackendError(
+            f"{o.model}: request failed: {failure.detail}", backend=self.name, status=failure.status, attempts=attempt
+        )
+
+    def _record_failure(self, endpoint: _Endpoint, failure: _AttemptFailed) -> None:
+        self.counters.errors += 1
+        endpoint.errors += 1
+        endpoint.consecutive_failures += 1
+        now = time.monotonic()
+        if failure.status == 429 and failure.retry_after is not None:
+            endpoint.not_before = max(endpoint.not_before, now + min(failure.retry_after, self.options.max_retry_after_s))
+        elif endpoint.consecutive_failures >= 3 and len(self.endpoints) > 1:
+            rest = min(self.options.backoff_max_s, self.options.backoff_base_s * 2 ** (endpoint.consecutive_failures - 3))
+            endpoint.not_before = max(endpoint.not_before, now + rest)
+            log.debug("resting %s for %.1fs after %d failures", endpoint.url, rest, endpoint.consecutive_failures)
+
+    def _completion(
+        self, request: Request, data: dict[str, Any], path: str, state: _LoopState, estimate: float, t0: float, attempts: int
+    ) -> Completion:
+        choice = data["choices"][0]
+        if path == "/chat/completions":
+            text = (choice.get("message") or {}).get("content") or ""
+        else:
+            text = choice.get("text") or ""
+        usage = data.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        completion_tokens = int(usage.get("completion_tokens") or 0)
+        if state.tpm and (prompt_tokens or completion_tokens):
+            state.tpm.adjust(prompt_tokens + completion_tokens - estimate)
+        self.counters.completed += 1
+        self.counters.prompt_tokens += prompt_tokens
+        self.counters.completion_tokens += completion_tokens
+        return Completion(
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            finish_reason=choice.get("finish_reason") or "",
+            latency_s=time.monotonic() - t0,
+            attempts=attempts,
+            raw=data,
+        )

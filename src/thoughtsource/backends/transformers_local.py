@@ -1,0 +1,479 @@
+"""Local generation with transformers: batched, deterministic, the embedded SmolLM2 by default.
+
+``TransformersBackend(model="embedded", batch_size=8, device=None)`` loads a model by name or path
+(``"embedded"`` is SmolLM2-135M-Instruct converted from the bundled GGUF, no download);
+``TransformersBackend.from_loaded(model, tokenizer)`` wraps a model already in memory (STaR generates
+with the model it is fine-tuning).
+
+How it generates:
+
+* **Request batching.** ``complete()`` puts its requests (sorted by length) on a queue; one worker
+  per event loop takes up to ``batch_size`` of them, also from concurrent callers (the
+  ``serve-model`` server), and runs one batched generate in a thread so the loop stays free.
+* **mode="generate"** (the CPU default): left-padded ``model.generate``.  Every row keeps its own
+  decoding: greedy rows take the argmax; sampled rows draw with their own ``torch.Generator`` seeded
+  from ``(seed, sample_index)``, inside a logits processor, so a sample is the same whatever else
+  shares its batch.  Rows stop at their own ``max_tokens`` and stop strings.
+* **mode="continuous"** (the CUDA default): transformers' continuous batching
+  (``model.generate_batch``, paged attention); requests with equal temperature/top_p go in one call,
+  then rows are cut at their own ``max_tokens`` and stop strings.  Sampling is seeded per call, so
+  a sample is reproducible for the same set of requests only.
+* **mode="static"**: like "generate" with a static KV cache (``cache_implementation="static"``),
+  the shape torch.compile likes on a GPU.
+
+``cache_identity()`` names the model and a fingerprint of its weights: a hash of the config and
+safetensors files for a model on disk, a hash of sampled parameter values for one in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import BackendError
+from ..paths import cache_dir
+from .base import Completion, Request
+from .counters import Counters, request_seed
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["auto", "generate", "continuous", "static"]
+
+
+class TransformersOptions(BaseModel):
+    """Options of the ``transformers`` backend (``get_backend("transformers", **options)``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(default="embedded", description="'embedded', a local model folder or a cached hub id.")
+    batch_size: int = Field(default=8, ge=1, description="Rows per generate call (mode generate/static).")
+    device: str | None = Field(default=None, description="cuda, cuda:1, cpu, ...; default: cuda when available.")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        default="auto", description="auto: bfloat16 on CUDA, float32 on CPU."
+    )
+    mode: Mode = Field(default="auto", description="auto: continuous on CUDA, generate otherwise.")
+    skip_special_tokens: bool = Field(default=True, description="Drop special tokens from the decoded text.")
+    batch_wait_s: float = Field(default=0.005, ge=0, description="How long a batch waits for concurrent requests.")
+    fingerprint: str | None = Field(default=None, description="Use this weights fingerprint instead of computing one.")
+
+
+@dataclass
+class _Row:
+    request: Request
+    text: str  # the prompt text fed to the model (chat template applied)
+    ids: list[int]
+
+
+class _LoopState:
+    def __init__(self, backend: TransformersBackend) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue[tuple[Request, asyncio.Future[Completion]]] = asyncio.Queue()
+        self.worker = self.loop.create_task(backend._worker(self.queue))
+
+
+class TransformersBackend:
+    """The ``transformers`` backend: see the module docstring."""
+
+    name = "transformers"
+
+    def __init__(self, model: Any = "embedded", tokenizer: Any = None, **options: Any) -> None:
+        if not isinstance(model, str):  # an already-loaded model
+            if tokenizer is None:
+                raise TypeError("TransformersBackend: a loaded model needs its tokenizer")
+            options.setdefault("model", getattr(model.config, "name_or_path", "") or type(model).__name__)
+            self.options = TransformersOptions(**options)
+            self._model, self._tokenizer = model, tokenizer
+            self._prepare_tokenizer()
+            self.device = str(next(model.parameters()).device)
+            self._owns_model = False
+        else:
+            self.options = TransformersOptions(model=model, **options)
+            self._model = self._tokenizer = None
+            self.device = self.options.device or _default_device()
+            self._owns_model = True
+        self.counters = Counters()
+        self._state: _LoopState | None = None
+        self._lock = threading.Lock()  # one generate at a time on this model
+        self._fingerprint = self.options.fingerprint
+
+    @classmethod
+    def from_loaded(cls, model: Any, tokenizer: Any, **options: Any) -> TransformersBackend:
+        return cls(model, tokenizer, **options)
+
+    def __repr__(self) -> str:
+        return f"TransformersBackend(model={self.options.model!r}, device={self.device!r}, mode={self.mode!r})"
+
+    @property
+    def mode(self) -> str:
+        if self.options.mode != "auto":
+            return self.options.mode
+        return "continuous" if self.device.startswith("cuda") else "generate"
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def load(self) -> tuple[Any, Any]:
+        """(model, tokenizer), loading them on first use."""
+        with self._lock:
+            if self._model is None:
+                import torch
+
+                from ..embedded import load_model
+
+                dtype = self.options.dtype
+                if dtype == "auto":
+                    dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
+                t0 = time.monotonic()
+                model, tok = load_model(self.options.model, dtype=getattr(torch, dtype))
+                model.to(self.device).eval()
+                self._model, self._tokenizer = model, tok
+                self._prepare_tokenizer()
+                log.info("loaded %s on %s (%s) in %.1fs", self.options.model, self.device, dtype, time.monotonic() - t0)
+        return self._model, self._tokenizer
+
+    def _prepare_tokenizer(self) -> None:
+        tok = self._tokenizer
+        tok.padding_side = "left"
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+
+    # -- the protocol -----------------------------------------------------------------------
+
+    def cache_identity(self) -> dict[str, Any]:
+        if self._fingerprint is None:
+            self._fingerprint = self._compute_fingerprint()
+        return {"backend": self.name, "model": self.options.model, "weights": self._fingerprint}
+
+    async def complete(self, requests: list[Request]) -> list[Completion]:
+        if not requests:
+            return []
+        state = self._loop_state()
+        futures: list[asyncio.Future[Completion]] = [state.loop.create_future() for _ in requests]
+        # longest first, so rows of similar length share a batch and padding stays small
+        order = sorted(range(len(requests)), key=lambda i: -len(requests[i].prompt or str(requests[i].messages)))
+        for i in order:
+            state.queue.put_nowait((requests[i], futures[i]))
+        return list(await asyncio.gather(*futures))
+
+    def complete_sync(self, requests: list[Request]) -> list[Completion]:
+        """``complete`` for code without an event loop (STaR's training loop)."""
+        return asyncio.run(self.complete(requests))
+
+    async def aclose(self) -> None:
+        if self._state is not None:
+            self._state.worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RuntimeError):
+                await self._state.worker
+            self._state = None
+        if self._owns_model:  # a model passed in stays with its owner
+            with self._lock:
+                self._model = self._tokenizer = None
+        if self.device.startswith("cuda"):
+            import torch
+
+            torch.cuda.empty_cache()
+
+    # -- batching ---------------------------------------------------------------------------
+
+    def _loop_state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        if self._state is None or self._state.loop is not loop:
+            self._state = _LoopState(self)
+        return self._state
+
+    async def _worker(self, queue: asyncio.Queue[tuple[Request, asyncio.Future[Completion]]]) -> None:
+        while True:
+            batch = [await queue.get()]
+            if self.options.batch_wait_s:
+                await asyncio.sleep(self.options.batch_wait_s)  # let concurrent callers join this batch
+            limit = 1_000_000 if self.mode == "continuous" else self.options.batch_size
+            while len(batch) < limit and not queue.empty():
+                batch.append(queue.get_nowait())
+            batch = [(r, f) for r, f in batch if not f.done()]
+            if not batch:
+                continue
+            try:
+                results = await asyncio.to_thread(self.generate, [r for r, _ in batch])
+            except Exception as e:  # surfaced to every caller of this batch
+                self.counters.failed += len(batch)
+                log.debug("generation failed", exc_info=True)
+                error = BackendError(
+                    f"{self.options.model}: generation failed: {type(e).__name__}: {e}", backend=self.name, attempts=1
+                )
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(error)
+                continue
+            for (_, fut), result in zip(batch, results, strict=True):
+                if not fut.done():
+                    fut.set_result(result)
+
+    # -- generation (runs in a worker thread) -----------------------------------------------
+
+    def generate(self, requests: list[Request]) -> list[Completion]:
+        """Generate one batch synchronously (no queue): one Completion per request, in order."""
+        self.load()
+        rows = [self._row(r) for r in requests]
+        t0 = time.monotonic()
+        with self._lock:
+            if self.mode == "continuous":
+                outputs = self._generate_continuous(rows)
+            else:
+                outputs: list[list[int]] = []
+                for start in range(0, len(rows), self.options.batch_size):
+                    outputs += self._generate_padded(rows[start : start + self.options.batch_size])
+        latency = time.monotonic() - t0
+        completions = [self._finish(row, ids, latency) for row, ids in zip(rows, outputs, strict=True)]
+        self.counters.requests += len(rows)
+        self.counters.completed += len(rows)
+        self.counters.prompt_tokens += sum(c.prompt_tokens for c in completions)
+        self.counters.completion_tokens += sum(c.completion_tokens for c in completions)
+        return completions
+
+    def _row(self, request: Request) -> _Row:
+        tok = self._tokenizer
+        if request.messages:
+            text = tok.apply_chat_template(list(request.messages), add_generation_prompt=True, tokenize=False)
+            ids = tok(text, add_special_tokens=False)["input_ids"]
+        else:
+            text = request.prompt
+            ids = tok(text)["input_ids"]
+        return _Row(request, text, list(ids))
+
+    def _generate_padded(self, rows: list[_Row]) -> list[list[int]]:
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
+
+        model, tok = self._model, self._tokenizer
+        width = max(len(r.ids) for r in rows)
+        input_ids = torch.full((len(rows), width), tok.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):  # left padding
+            input_ids[i, width - len(row.ids) :] = torch.tensor(row.ids)
+            attention[i, width - len(row.ids) :] = 1
+        config = GenerationConfig(
+            max_new_tokens=max(r.request.max_tokens for r in rows),
+            do_sample=False,  # sampled rows are drawn by _RowSampler and arrive here as one-hot scores
+            eos_token_id=_eos_ids(model, tok),
+            pad_token_id=tok.pad_token_id,
+        )
+        if self.mode == "static":
+            config.cache_implementation = "static"
+        processors = LogitsProcessorList()
+        if any(r.request.temperature > 0 for r in rows):
+            processors.append(_RowSampler([r.request for r in rows], self.device))
+        stopping = StoppingCriteriaList([_RowStop(rows, width, tok)])
+        with torch.inference_mode():
+            out = model.generate(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention.to(self.device),
+                generation_config=config,
+                logits_processor=processors,
+                stopping_criteria=stopping,
+            )
+        return [out[i, width:].tolist() for i in range(len(rows))]
+
+    def _generate_continuous(self, rows: list[_Row]) -> list[list[int]]:
+        import torch
+        from transformers import GenerationConfig
+
+        model, tok = self._model, self._tokenizer
+        outputs: list[list[int]] = [[] for _ in rows]
+        groups: dict[tuple[float, float], list[int]] = {}
+        for i, row in enumerate(rows):
+            groups.setdefault((row.request.temperature, row.request.top_p), []).append(i)
+        for (temperature, top_p), members in groups.items():
+            sampled = temperature > 0
+            config = GenerationConfig(
+                max_new_tokens=max(rows[i].request.max_tokens for i in members),
+                do_sample=sampled,
+                temperature=temperature if sampled else None,
+                top_p=top_p if sampled else None,
+                eos_token_id=_eos_ids(model, tok),
+                pad_token_id=tok.pad_token_id,
+            )
+            if sampled:
+                first = rows[members[0]].request
+                torch.manual_seed(request_seed(first.seed, first.sample_index))
+            with torch.inference_mode():
+                results = model.generate_batch(
+                    inputs=[rows[i].ids for i in members], generation_config=config, progress_bar=False
+                )
+            ordered = list(results.values())  # generate_batch returns them in input order
+            if len(ordered) != len(members) or any(r.error for r in ordered):
+                errors = [r.error for r in ordered if r.error]
+                raise RuntimeError(f"continuous batching returned {len(ordered)}/{len(members)} results {errors[:1]}")
+            for i, result in zip(members, ordered, strict=True):
+                outputs[i] = list(result.generated_tokens)
+        return outputs
+
+    def _finish(self, row: _Row, ids: list[int], latency: float) -> Completion:
+        tok = self._tokenizer
+        request = row.request
+        ids = ids[: request.max_tokens]
+        finish = "length"
+        # a row ends at its EOS; padding after a row stopped early (stop string) ends it as well
+        ends = {*_eos_ids(self._model, tok), tok.pad_token_id}
+        for j, t in enumerate(ids):
+            if t in ends:
+                ids, finish = ids[:j], "stop"
+                break
+        text = tok.decode(ids, skip_special_tokens=self.options.skip_special_tokens)
+        cut = _stop_index(text, request.stop)
+        if cut is not None:
+            text, finish = text[:cut], "stop"
+            # count only the tokens that produced the kept text
+            while ids and len(tok.decode(ids[:-1], skip_special_tokens=self.options.skip_special_tokens)) >= cut:
+                ids = ids[:-1]
+        return Completion(
+            text=text,
+            prompt_tokens=len(row.ids),
+            completion_tokens=len(ids),
+            finish_reason=finish,
+            latency_s=latency,
+            attempts=1,
+            raw={"mode": self.mode, "device": self.device},
+        )
+
+    # -- identity ---------------------------------------------------------------------------
+
+    def _compute_fingerprint(self) -> str:
+        if not self._owns_model:  # in memory, maybe mid-training: hash the weights themselves
+            return _parameter_fingerprint(self._model)
+        from ..embedded import resolve_model
+
+        path = Path(resolve_model(self.options.model))
+        if path.is_dir():
+            return _folder_fingerprint(path)
+        return _parameter_fingerprint(self.load()[0])
+
+
+def _default_device() -> str:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is in the models extra
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _eos_ids(model: Any, tok: Any) -> list[int]:
+    """End-of-sequence ids of the tokenizer and the model's generation config."""
+    ids = [tok.eos_token_id] if tok.eos_token_id is not None else []
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    for i in configured if isinstance(configured, list) else [configured]:
+        if i is not None and i not in ids:
+            ids.append(i)
+    return ids
+
+
+def _stop_index(text: str, stops: tuple[str, ...]) -> int | None:
+    hits = [text.index(s) for s in stops if s and s in text]
+    return min(hits) if hits else None
+
+
+def _folder_fingerprint(path: Path) -> str:
+    """sha256 over config.json and every safetensors file (size + content), memoised on disk by mtime."""
+    files = sorted([path / "config.json", *path.glob("*.safetensors")])
+    stamp = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists()]
+    memo = cache_dir("fingerprints") / (hashlib.sha256(json.dumps([str(path.resolve()), stamp]).encode()).hexdigest() + ".txt")
+    if memo.exists():
+        return memo.read_text().strip()
+    h = hashlib.sha256()
+    for f in files:
+        if not f.exists():
+            continue
+        h.update(f"{f.name}:{f.stat().st_size}\n".encode())
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    value = "sha256:" + h.hexdigest()
+    from ..io import atomic_write
+
+    with atomic_write(memo) as fh:
+        fh.write(value)
+    return value
+
+
+def _parameter_fingerprint(model: Any) -> str:
+    """A hash of the config and up to 4096 evenly spaced values of every parameter (changes with any training step)."""
+    import torch
+
+    h = hashlib.sha256(model.config.to_json_string(use_diff=False).encode())
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            flat = p.detach().reshape(-1)
+            step = max(1, flat.numel() // 4096)
+            h.update(name.encode())
+            h.update(flat[::step].float().cpu().numpy().tobytes())
+    return "params-sha256:" + h.hexdigest()
+
+
+class _RowSampler:
+    """Logits processor: draws the next token of every sampled row with that row's own generator.
+
+    Greedy rows pass through (generate takes their argmax); a sampled row's scores become 0 for the
+    drawn token and -inf elsewhere, so the argmax is the draw.
+    """
+
+    def __init__(self, requests: list[Request], device: str) -> None:
+        import torch
+
+        self.requests = requests
+        self.generators: list[Any] = []
+        for r in requests:
+            g = None
+            if r.temperature > 0:
+                g = torch.Generator(device=device)
+                g.manual_seed(request_seed(r.seed, r.sample_index))
+            self.generators.append(g)
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        out = scores.clone()
+        for i, (r, g) in enumerate(zip(self.requests, self.generators, strict=True)):
+            if g is None:
+                continue
+            logits = scores[i].float() / r.temperature
+            probs = torch.softmax(logits, dim=-1)
+            if r.top_p < 1.0:
+                sorted_probs, idx = torch.sort(probs, descending=True)
+                keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < r.top_p
+                mask = torch.zeros_like(probs, dtype=torch.bool).scatter(0, idx, keep)
+                probs = torch.where(mask, probs, torch.zeros_like(probs))
+            token = torch.multinomial(probs, 1, generator=g)
+            out[i] = float("-inf")
+            out[i, token] = 0.0
+        return out
+
+
+class _RowStop:
+    """Stopping criterion with a per-row verdict: the row's own max_tokens and stop strings."""
+
+    def __init__(self, rows: list[_Row], width: int, tok: Any) -> None:
+        self.max_new = [r.request.max_tokens for r in rows]
+        self.stops = [r.request.stop for r in rows]
+        self.width = width
+        self.tok = tok
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        n = input_ids.shape[1] - self.width
+        done = []
+        for i, (m, stops) in enumerate(zip(self.max_new, self.stops, strict=True)):
+            stop = n >= m
+            if not stop and stops:
+                text = self.tok.decode(input_ids[i, self.width :], skip_special_tokens=True)
+                stop = _stop_index(text, stops) is not None
+            done.append(stop)
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)

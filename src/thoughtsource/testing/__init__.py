@@ -1,0 +1,1 @@
+"""Test and benchmark helpers shipped with the library (a fault-injecting OpenAI-compatible server)."""

@@ -1,0 +1,322 @@
+"""A fault-injecting OpenAI-compatible server for tests and benchmarks.
+
+It speaks HTTP/1.1 (parsed by ``h11``) on an asyncio server in a background thread, so it can do
+what an ASGI app cannot: close a connection without any response.  It answers
+``/v1/chat/completions`` and ``/v1/completions`` deterministically (a canned chain of thought whose
+content and final answer derive from the prompt, and from the seed when sampling) and can inject:
+
+* ``latency_s`` (+ uniform ``latency_jitter_s``) before every answer;
+* 429 with ``Retry-After: retry_after_s``, 500, or a dropped connection, either for the first
+  ``first_429`` / ``first_500`` / ``first_drop`` attempts of each distinct request body (its *key*),
+  or at ``rate_429`` / ``rate_500`` / ``rate_drop`` (decided by a hash of seed, key and attempt, so a
+  run is reproducible).
+
+Every request is recorded (path, body, key, attempt number, outcome, time) for duplicate checks::
+
+    with run_fault_server(latency_s=0.2, first_429=1) as server:
+        backend = OpenAIBackend(model="echo", base_url=server.base_url)
+        ...
+        assert all(r.outcome == "ok" for r in server.requests if r.attempt == 1)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import random
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import h11
+from pydantic import BaseModel, ConfigDict, Field
+
+log = logging.getLogger(__name__)
+
+
+class FaultConfig(BaseModel):
+    """What the fault server injects (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    latency_s: float = Field(default=0.0, ge=0)
+    latency_jitter_s: float = Field(default=0.0, ge=0)
+    first_429: int = Field(default=0, ge=0, description="The first k attempts of each key get 429.")
+    first_500: int = Field(default=0, ge=0, description="The next k attempts of each key get 500.")
+    first_drop: int = Field(default=0, ge=0, description="The next k attempts of each key are dropped.")
+    rate_429: float = Field(default=0.0, ge=0, le=1)
+    rate_500: float = Field(default=0.0, ge=0, le=1)
+    rate_drop: float = Field(default=0.0, ge=0, le=1)
+    retry_after_s: float | None = Field(default=1.0, ge=0, description="Retry-After of a 429; None sends none.")
+    seed: int = 0
+    model: str = "fault-echo"
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    body: dict[str, Any]
+    key: str
+    attempt: int  # 1 for the first time this key was seen
+    outcome: str  # ok | 429 | 500 | drop | 404 | 400
+    headers: dict[str, str] = field(default_factory=dict, compare=False)
+    time: float = field(default_factory=time.monotonic)
+
+
+def request_key(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    if "messages" in body:
+        return "\n".join(str(m.get("content", "")) for m in body["messages"])
+    prompt = body.get("prompt", "")
+    return prompt if isinstance(prompt, str) else "\n".join(map(str, prompt))
+
+
+_CHOICES = re.compile(r"among ([A-Z]) through ([A-Z])")
+
+
+def canned_answer(body: dict[str, Any]) -> str:
+    """The deterministic text answered for a request body.
+
+    A prompt whose last line asks for the answer (ends with 'is', 'is:' or 'answer:') gets a short
+    answer; any other prompt gets a short chain of thought ending in that answer.  Sampled requests
+    (temperature > 0) vary with their seed.
+    """
+    text = prompt_text(body)
+    salt = f"#seed={body.get('seed')}" if float(body.get("temperature") or 0) > 0 else ""
+    digest = hashlib.sha256((text + salt).encode()).hexdigest()
+    m = _CHOICES.search(text)
+    if m:
+        letters = [chr(c) for c in range(ord(m.group(1)), ord(m.group(2)) + 1)]
+        answer = letters[int(digest[:8], 16) % len(letters)]
+    else:
+        answer = str(int(digest[:8], 16) % 100)
+    last = text.rstrip().splitlines()[-1].strip().lower() if text.strip() else ""
+    if last.endswith(("is", "is:", "answer:")):
+        return f" {answer}."
+    return (
+        f" First, restate the question in short: case {digest[:8]}. "
+        f"Next, combine the facts it gives one at a time. "
+        f"Finally, check the result against the question. So the answer is {answer}."
+    )
+
+
+def _apply_limits(text: str, body: dict[str, Any]) -> tuple[str, str]:
+    stops = body.get("stop") or []
+    if isinstance(stops, str):
+        stops = [stops]
+    for s in stops:
+        if s and s in text:
+            return text[: text.index(s)], "stop"
+    words = text.split(" ")
+    max_tokens = int(body.get("max_tokens") or 1_000_000)
+    if len(words) > max_tokens:
+        return " ".join(words[:max_tokens]), "length"
+    return text, "stop"
+
+
+class FaultServer:
+    """The server; use :func:`run_fault_server` or ``start()`` / ``close()``."""
+
+    def __init__(self, config: FaultConfig, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.config = config
+        self.host = host
+        self.port = port
+        self._requests: list[RecordedRequest] = []
+        self._attempts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- public -----------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def answered_keys(self) -> Counter[str]:
+        """How many times each key got a 200 (more than once means a duplicate completion)."""
+        return Counter(r.key for r in self.requests if r.outcome == "ok")
+
+    def reset(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._attempts.clear()
+
+    def start(self) -> FaultServer:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fault-server", daemon=True)
+        self._thread.start()
+        self._server = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._handle, self.host, self.port), self._loop
+        ).result(timeout=10)
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.debug("fault server on %s (%s)", self.base_url, self.config)
+        return self
+
+    def close(self) -> None:
+        if self._loop is None:
+            return
+        loop = self._loop
+
+        async def stop() -> None:
+            assert self._server is not None
+            self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._server.wait_closed()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(stop(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        assert self._thread is not None
+        self._thread.join(timeout=10)
+        loop.close()
+        self._loop = None
+
+    def __enter__(self) -> FaultServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while True:
+                request: h11.Request | None = None
+                body = bytearray()
+                while True:
+                    event = conn.next_event()
+                    if event is h11.NEED_DATA:
+                        conn.receive_data(await reader.read(65536))
+                    elif isinstance(event, h11.Request):
+                        request = event
+                    elif isinstance(event, h11.Data):
+                        body += event.data
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    else:  # ConnectionClosed or PAUSED
+                        return
+                assert request is not None
+                seen = {k.decode().lower(): v.decode() for k, v in request.headers}
+                reply = await self._respond(request.method.decode(), request.target.decode(), bytes(body), seen)
+                if reply is None:  # dropped: close without a response
+                    return
+                status, headers, payload = reply
+                headers = [*headers, ("content-type", "application/json"), ("content-length", str(len(payload)))]
+                writer.write(conn.send(h11.Response(status_code=status, headers=headers)))
+                writer.write(conn.send(h11.Data(data=payload)))
+                writer.write(conn.send(h11.EndOfMessage()))
+                await writer.drain()
+                if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                    return
+                conn.start_next_cycle()
+        except (h11.ProtocolError, ConnectionError, asyncio.CancelledError):
+            return
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    def _record(self, path: str, body: dict[str, Any], key: str, attempt: int, outcome: str, headers: dict[str, str]) -> None:
+        with self._lock:
+            self._requests.append(RecordedRequest(path, body, key, attempt, outcome, headers))
+
+    def _fault(self, key: str, attempt: int) -> str:
+        c = self.config
+        if attempt <= c.first_429:
+            return "429"
+        if attempt <= c.first_429 + c.first_500:
+            return "500"
+        if attempt <= c.first_429 + c.first_500 + c.first_drop:
+            return "drop"
+        u = int(hashlib.sha256(f"{c.seed}:{key}:{attempt}".encode()).hexdigest()[:12], 16) / 16**12
+        if u < c.rate_429:
+            return "429"
+        if u < c.rate_429 + c.rate_500:
+            return "500"
+        if u < c.rate_429 + c.rate_500 + c.rate_drop:
+            return "drop"
+        return "ok"
+
+    async def _respond(
+        self, method: str, target: str, raw: bytes, headers: dict[str, str]
+    ) -> tuple[int, list[tuple[str, str]], bytes] | None:
+        path = target.split("?", 1)[0].rstrip("/")
+        c = self.config
+        if method == "GET" and path == "/v1/models":
+            return 200, [], json.dumps({"object": "list", "data": [{"id": c.model, "object": "model"}]}).encode()
+        if method != "POST" or path not in ("/v1/chat/completions", "/v1/completions"):
+            self._record(path, {}, "", 0, "404", headers)
+            return 404, [], b'{"error": {"message": "not found"}}'
+        try:
+            body = json.loads(raw)
+            assert isinstance(body, dict)
+        except (ValueError, AssertionError):
+            self._record(path, {}, "", 0, "400", headers)
+            return 400, [], b'{"error": {"message": "body is not a JSON object"}}'
+        key = request_key({"path": path, **body})
+        with self._lock:
+            self._attempts[key] += 1
+            attempt = self._attempts[key]
+        if c.latency_s or c.latency_jitter_s:
+            jitter = random.Random(f"{key}:{attempt}").uniform(0, c.latency_jitter_s) if c.latency_jitter_s else 0.0
+            await asyncio.sleep(c.latency_s + jitter)
+        outcome = self._fault(key, attempt)
+        self._record(path, body, key, attempt, outcome, headers)
+        if outcome == "drop":
+            return None
+        if outcome == "429":
+            retry = [("retry-after", f"{c.retry_after_s:g}")] if c.retry_after_s is not None else []
+            return 429, retry, b'{"error": {"message": "rate limited (injected)", "type": "rate_limit"}}'
+        if outcome == "500":
+            return 500, [], b'{"error": {"message": "internal error (injected)"}}'
+        text, finish = _apply_limits(canned_answer(body), body)
+        usage = {"prompt_tokens": len(prompt_text(body).split()), "completion_tokens": len(text.split())}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        chat = path.endswith("chat/completions")
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+        if chat:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+        payload = {
+            "id": f"fault-{key[:12]}-{attempt}",
+            "object": "chat.completion" if chat else "text_completion",
+            "model": body.get("model", c.model),
+            "choices": [choice],
+            "usage": usage,
+        }
+        return 200, [], json.dumps(payload).encode()
+
+
+@contextlib.contextmanager
+def run_fault_server(host: str = "127.0.0.1", port: int = 0, **faults: Any) -> Iterator[FaultServer]:
+    """Start a :class:`FaultServer` with ``FaultConfig(**faults)``; stopped on exit."""
+    server = FaultServer(FaultConfig(**faults), host=host, port=port).start()
+    try:
+        yield server
+    finally:
+        server.close()
