@@ -19,8 +19,10 @@ def ts_json_files(examples_dir: Path) -> list[Path]:
             obj = json.loads(p.read_text(encoding="utf-8"))
         except json.JSONDecodeError:
             continue
-        if isinstance(obj, dict) and obj and all(
-            isinstance(v, dict) and v and all(isinstance(x, list) for x in v.values()) for v in obj.values()
+        if (
+            isinstance(obj, dict)
+            and obj
+            and all(isinstance(v, dict) and v and all(isinstance(x, list) for x in v.values()) for v in obj.values())
         ):
             out.append(p)
     return out
@@ -111,7 +113,9 @@ def test_number_answer_that_is_not_a_number(tmp_path: Path, caplog: pytest.LogCa
 
 def test_multiplechoice_answer_not_among_choices(tmp_path: Path):
     p = tmp_path / "t.json"
-    p.write_text(json.dumps(_one({"id": "m1", "question": "?", "type": "multiplechoice", "choices": ["a", "b"], "answer": ["c"]})))
+    p.write_text(
+        json.dumps(_one({"id": "m1", "question": "?", "type": "multiplechoice", "choices": ["a", "b"], "answer": ["c"]}))
+    )
     with pytest.raises(DataError) as e:
         Collection.from_json(p, validate=True)
     assert "worldtree/train/m1: field 'answer': 'c' is not one of the choices" in str(e.value)

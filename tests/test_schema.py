@@ -20,7 +20,9 @@ def test_multiplechoice_answer_must_be_a_choice():
     assert len(problems) == 1 and "'green' is not one of the choices" in problems[0]
 
 
-@pytest.mark.parametrize("answer,ok", [("18", True), ("-3", True), ("1,000", True), ("2.5", True), ("3/4", True), ("twelve", False), ("", False)])
+@pytest.mark.parametrize(
+    "answer,ok", [("18", True), ("-3", True), ("1,000", True), ("2.5", True), ("3/4", True), ("twelve", False), ("", False)]
+)
 def test_number_answers(answer, ok):
     s = Sample(id="n", question="?", type="number", answer=[answer])
     assert (semantic_problems(s) == []) is ok
@@ -40,7 +42,9 @@ def test_unknown_type_and_missing_field_are_structural_errors():
 
 
 def test_old_keys_are_accepted_and_extras_kept():
-    c = GeneratedCot.model_validate({"id": "x", "templates_version": "0.01", "annotation": [{"key": "k", "value": "v"}], "seed": 3})
+    c = GeneratedCot.model_validate(
+        {"id": "x", "templates_version": "0.01", "annotation": [{"key": "k", "value": "v"}], "seed": 3}
+    )
     assert c.fragments_version == "0.01"
     assert c.annotations[0].key == "k"
     assert c.to_dict()["seed"] == 3

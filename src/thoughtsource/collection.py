@@ -206,7 +206,9 @@ class Collection:
 
         def matches(c: GeneratedCot) -> bool:
             name = c.model.get("name") if isinstance(c.model, dict) else c.model
-            return (author is None or c.author == author) and (model is None or model == name or (isinstance(name, str) and f"'{model}'" in name))
+            return (author is None or c.author == author) and (
+                model is None or model == name or (isinstance(name, str) and f"'{model}'" in name)
+            )
 
         for _, _, x in self.samples():
             x.generated_cot = [c for c in x.generated_cot if not matches(c)]
@@ -260,15 +262,17 @@ class Collection:
         for d, splits in self._data.items():
             for s, xs in splits.items():
                 types = Counter(x.type for x in xs)
-                rows.append({
-                    "dataset": d,
-                    "split": s,
-                    "samples": len(xs),
-                    "types": ", ".join(f"{t} ({n})" if len(types) > 1 else t for t, n in types.most_common()),
-                    "reference_cots": sum(1 for x in xs if x.cot),
-                    "generated_cots": sum(len(x.generated_cot) for x in xs),
-                    "annotations": sum(len(c.annotations) for x in xs for c in x.generated_cot),
-                })
+                rows.append(
+                    {
+                        "dataset": d,
+                        "split": s,
+                        "samples": len(xs),
+                        "types": ", ".join(f"{t} ({n})" if len(types) > 1 else t for t, n in types.most_common()),
+                        "reference_cots": sum(1 for x in xs if x.cot),
+                        "generated_cots": sum(len(x.generated_cot) for x in xs),
+                        "annotations": sum(len(c.annotations) for x in xs for c in x.generated_cot),
+                    }
+                )
         return rows
 
 

@@ -106,8 +106,13 @@ class BackendError(ThoughtSourceError):
         self.status = status
         self.attempts = attempts
         detail = ", ".join(
-            p for p in (backend and f"backend {backend}", (status is not None and f"status {status}") or "",
-                        (attempts and f"{attempts} attempts") or "") if p
+            p
+            for p in (
+                backend and f"backend {backend}",
+                (status is not None and f"status {status}") or "",
+                (attempts and f"{attempts} attempts") or "",
+            )
+            if p
         )
         super().__init__(f"{message} ({detail})" if detail else message)
 

@@ -86,9 +86,7 @@ def _validation_message(err: ValidationError) -> tuple[str, str]:
     return field, msg
 
 
-def parse_data(
-    obj: Any, *, path: str | None = None, validate: bool = False, warn: bool = True
-) -> Data:
+def parse_data(obj: Any, *, path: str | None = None, validate: bool = False, warn: bool = True) -> Data:
     """Turn the decoded ThoughtSource JSON structure into samples.
 
     Structural errors always raise :class:`DataError`.  Semantic problems (per answer type) raise with
@@ -104,12 +102,20 @@ def parse_data(
         data[ds_name] = {}
         for split, records in splits.items():
             if not isinstance(records, list):
-                raise DataError(f"expected a list of samples, got {type(records).__name__}", path=path, dataset=ds_name, split=split)
+                raise DataError(
+                    f"expected a list of samples, got {type(records).__name__}", path=path, dataset=ds_name, split=split
+                )
             samples: list[Sample] = []
             for i, rec in enumerate(records):
                 rid = rec.get("id", f"#{i}") if isinstance(rec, dict) else f"#{i}"
                 if not isinstance(rec, dict):
-                    raise DataError(f"expected a sample object, got {type(rec).__name__}", path=path, dataset=ds_name, split=split, record=str(rid))
+                    raise DataError(
+                        f"expected a sample object, got {type(rec).__name__}",
+                        path=path,
+                        dataset=ds_name,
+                        split=split,
+                        record=str(rid),
+                    )
                 try:
                     sample = Sample.model_validate(rec)
                 except ValidationError as e:
@@ -130,7 +136,9 @@ def parse_data(
 
 
 def data_problems(data: Data) -> list[str]:
-    return [f"{d}/{s}/{x.id}: {p}" for d, splits in data.items() for s, xs in splits.items() for x in xs for p in semantic_problems(x)]
+    return [
+        f"{d}/{s}/{x.id}: {p}" for d, splits in data.items() for s, xs in splits.items() for x in xs for p in semantic_problems(x)
+    ]
 
 
 def load_json(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
@@ -177,20 +185,53 @@ def _arrow_schema() -> pa.Schema:
 
     s = pa.string()
     annotation = pa.struct([("author", s), ("date", s), ("key", s), ("value", s), ("extra_json", s)])
-    answer = pa.struct([
-        ("id", s), ("answer_extraction", s), ("answer_extraction_template", s), ("answer_extraction_text", s),
-        ("answer", s), ("correct_answer", pa.bool_()), ("extra_json", s),
-    ])
-    cot = pa.struct([
-        ("id", s), ("fragments_version", s), ("instruction", s), ("cot_trigger", s), ("cot_trigger_template", s),
-        ("prompt_text", s), ("cot", s), ("answers", pa.list_(answer)), ("author", s), ("date", s),
-        ("api_service", s), ("model", s), ("comment", s), ("annotations", pa.list_(annotation)), ("extra_json", s),
-    ])
-    return pa.schema([
-        ("dataset", s), ("split", s), ("id", s), ("ref_id", s), ("question", s), ("type", s),
-        ("choices", pa.list_(s)), ("context", s), ("cot", pa.list_(s)), ("answer", pa.list_(s)),
-        ("generated_cot", pa.list_(cot)), ("feedback_json", s), ("extra_json", s),
-    ])
+    answer = pa.struct(
+        [
+            ("id", s),
+            ("answer_extraction", s),
+            ("answer_extraction_template", s),
+            ("answer_extraction_text", s),
+            ("answer", s),
+            ("correct_answer", pa.bool_()),
+            ("extra_json", s),
+        ]
+    )
+    cot = pa.struct(
+        [
+            ("id", s),
+            ("fragments_version", s),
+            ("instruction", s),
+            ("cot_trigger", s),
+            ("cot_trigger_template", s),
+            ("prompt_text", s),
+            ("cot", s),
+            ("answers", pa.list_(answer)),
+            ("author", s),
+            ("date", s),
+            ("api_service", s),
+            ("model", s),
+            ("comment", s),
+            ("annotations", pa.list_(annotation)),
+            ("extra_json", s),
+        ]
+    )
+    return pa.schema(
+        [
+            ("dataset", s),
+            ("split", s),
+            ("id", s),
+            ("ref_id", s),
+            ("question", s),
+            ("type", s),
+            ("choices", pa.list_(s)),
+            ("context", s),
+            ("cot", pa.list_(s)),
+            ("answer", pa.list_(s)),
+            ("generated_cot", pa.list_(cot)),
+            ("feedback_json", s),
+            ("extra_json", s),
+        ]
+    )
 
 
 _NESTED = {"answers": Answer, "annotations": Annotation}
@@ -213,7 +254,11 @@ def _to_row(obj: dict[str, Any], model: type, arrow_type: Any) -> dict[str, Any]
             row[key] = [_to_row(v, GeneratedCot, typ.value_type) for v in value]
         elif value is None:
             row[key] = None
-        elif (pa.types.is_string(typ) and isinstance(value, str)) or (pa.types.is_boolean(typ) and isinstance(value, bool)) or (pa.types.is_list(typ) and isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        elif (
+            (pa.types.is_string(typ) and isinstance(value, str))
+            or (pa.types.is_boolean(typ) and isinstance(value, bool))
+            or (pa.types.is_list(typ) and isinstance(value, list) and all(isinstance(v, str) for v in value))
+        ):
             row[key] = value
         else:  # e.g. a model given as a dict, a non-string annotation value
             extra[key] = value

@@ -26,6 +26,7 @@ app = typer.Typer(
 # Command groups, in the order they appear in --help.  Each module has register(app).
 COMMAND_MODULES = [
     "thoughtsource.cli.data",
+    "thoughtsource.cli.evaluate",
     "thoughtsource.cli.star",
 ]
 

@@ -24,10 +24,15 @@ def info(file: Path = typer.Argument(..., help="ThoughtSource JSON, JSONL or Par
     rows = Collection.load(file).info()
     table = Table(title=str(file))
     for col in ("dataset", "split", "samples", "types", "reference_cots", "generated_cots", "annotations"):
-        table.add_column(col.replace("_", " "), justify="left" if col in ("dataset", "split", "types") else "right",
-                         no_wrap=col in ("dataset", "split"))
+        table.add_column(
+            col.replace("_", " "),
+            justify="left" if col in ("dataset", "split", "types") else "right",
+            no_wrap=col in ("dataset", "split"),
+        )
     for r in rows:
-        table.add_row(*(str(r[k]) for k in ("dataset", "split", "samples", "types", "reference_cots", "generated_cots", "annotations")))
+        table.add_row(
+            *(str(r[k]) for k in ("dataset", "split", "samples", "types", "reference_cots", "generated_cots", "annotations"))
+        )
     console.print(table)
 
 

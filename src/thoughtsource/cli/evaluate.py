@@ -1,0 +1,98 @@
+"""``evaluate``: score a ThoughtSource file, print accuracy tables, write tables and plots."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ..console import console
+
+
+class ModeOption(str, Enum):
+    strict = "strict"
+    flexible = "flexible"
+
+
+_SHORT = {"cot_trigger": "trigger", "answer_extraction": "extraction", "instruction": "instr."}
+
+
+def _pct(v: float) -> str:
+    return "" if v != v else f"{100 * v:.1f}"
+
+
+def _acc(r: Any) -> str:
+    return f"{_pct(r['accuracy'])} ({_pct(r['ci_low'])}–{_pct(r['ci_high'])})"
+
+
+def evaluate(
+    file: Path = typer.Argument(..., help="ThoughtSource JSON, JSONL or Parquet with generated CoTs."),
+    mode: ModeOption = typer.Option(ModeOption.strict, "--mode", help="Answer extraction mode shown and stored."),
+    out: Path | None = typer.Option(None, "--out", help="Folder for tables and plots [default: <file stem>_evaluation]."),
+    scored: Path | None = typer.Option(None, "--scored", help="Also write the file with correct_answer set (JSON)."),
+    ks: str | None = typer.Option(None, "--k", help="Self-consistency sizes, e.g. '1,3,5' [default: 1,3,5,10,20,40 and n]."),
+) -> None:
+    """Extract and score every answer (all five answer types), with 95% Wilson intervals and maj@k."""
+    from ..collection import Collection
+    from ..errors import ConfigError
+    from ..evaluate import evaluate_frame, write_tables
+    from ..plots import plot_accuracy, plot_trigger_heatmap
+
+    try:
+        k_list = [int(k) for k in ks.split(",")] if ks else None
+    except ValueError:
+        raise ConfigError(f"--k: expected comma-separated integers, got {ks!r}") from None
+    c = Collection.load(file)
+    m = mode.value
+    result = evaluate_frame(c, mode=m, ks=k_list)  # type: ignore[arg-type]
+    if result.answers.empty:
+        console.print(f"[yellow]{file}: no generated answers to evaluate[/]")
+        raise typer.Exit(0)
+
+    acc = result.accuracy[result.accuracy["mode"] == m]
+    keys = ["dataset", "split", "model", "instruction", "cot_trigger", "answer_extraction"]
+    varying = [k for k in keys if acc[k].nunique(dropna=False) > 1] or ["dataset"]
+    shared = ", ".join(f"{k.replace('_', ' ')}: {acc[k].iloc[0]}" for k in keys if k not in varying)
+    table = Table(title=f"accuracy ({m}) — {file.name}", caption=shared or None)
+    for col in varying:
+        table.add_column(_SHORT.get(col, col), overflow="ellipsis", no_wrap=True)
+    for col, width in (("n", 4), ("acc % (95% CI)", 16), ("none", 4)):
+        table.add_column(col, justify="right", no_wrap=True, min_width=width)
+    for _, r in acc.iterrows():
+        table.add_row(*(str(r[k]) for k in varying), str(r["n"]), _acc(r), str(r["no_answer"]))
+    console.print(table)
+    other = "flexible" if m == "strict" else "strict"
+    both = result.to_dict(other)["accuracy"]
+    mine = result.to_dict(m)["accuracy"]
+    console.print(
+        "pooled: " + ", ".join(f"{k}: {100 * v:.1f}% ({other} {100 * both.get(k, float('nan')):.1f}%)" for k, v in mine.items())
+    )
+
+    maj = result.majority[result.majority["mode"] == m]
+    if not maj.empty:
+        mt = Table(title=f"self-consistency maj@k ({m})")
+        for col in ("dataset", "model", "trigger", "k", "prompts", "acc % (95% CI)"):
+            right = col in ("k", "prompts", "acc % (95% CI)")
+            mt.add_column(col, justify="right" if right else "left", no_wrap=True, overflow="ellipsis")
+        for _, r in maj.iterrows():
+            mt.add_row(str(r["dataset"]), str(r["model"]), str(r["cot_trigger"]), str(r["k"]), str(r["n"]), _acc(r))
+        console.print(mt)
+
+    out_dir = out or Path(f"{file.stem}_evaluation")
+    written = write_tables(result, out_dir)
+    written.append(plot_accuracy(result.accuracy, out_dir / "accuracy.png", mode=m))
+    written.append(plot_trigger_heatmap(result.accuracy, out_dir / "trigger_heatmap.png", mode=m))
+    console.print(f"wrote {', '.join(p.name for p in written)} to {out_dir}")
+    if scored is not None:
+        from ..evaluate import set_correct_answers
+
+        set_correct_answers(c, result, mode=m)  # type: ignore[arg-type]
+        c.dump(scored)
+        console.print(f"wrote the scored file to {scored}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(evaluate)

@@ -1,0 +1,378 @@
+"""Scoring of generated CoTs: correct_answer, accuracy with Wilson intervals, self-consistency.
+
+:func:`evaluate_frame` extracts every answer of a :class:`~thoughtsource.collection.Collection` in
+both modes (``strict`` and ``flexible``, see :mod:`thoughtsource.extract`) and returns an
+:class:`Evaluation` holding three pandas DataFrames:
+
+``answers``
+    one row per (answer, mode): dataset, split, sample, type, model, instruction, cot_trigger,
+    answer_extraction, the source read (``extraction`` = the answer-extraction output, ``cot`` = the
+    CoT itself when there was none), the predicted value, the rule that found it, ``correct``, token F1
+    (text answers) and the ``correct_answer`` the file stored before scoring (``stored_correct``).
+``accuracy``
+    one row per (dataset, split, model, instruction, cot_trigger, answer_extraction, mode): n, correct,
+    accuracy, the 95% Wilson score interval, the number of answers without an extractable answer.
+``majority``
+    self-consistency: for every prompt that was sampled several times (the same sample, model,
+    instruction, trigger and extraction), the majority answer of its first ``k`` samples (maj@k).
+
+:func:`evaluate` (what ``Collection.evaluate()`` calls) also sets ``Answer.correct_answer`` (mode
+``strict`` unless told otherwise) and returns the ThoughtSource paper's form
+``{"accuracy": {"<instruction>_<cot_trigger>_<answer_extraction>": value}}`` (``None`` spelled
+``"None"``, pooled over the datasets/splits/models of the collection; the per-dataset numbers are in
+:attr:`Evaluation.accuracy`).  Unlike the published ThoughtSource evaluation, ``number``, ``text``
+and ``collection`` answers are scored, not counted as wrong.
+
+Majority vote tie-breaking (documented contract): answers without an extractable value do not vote;
+among the values with the most votes, the one that occurs *first* in the samples' order wins
+(``[4, 3, 3, 4]`` -> 4); no votes at all -> no answer.  Numbers vote by value (rounded to 1e-6), text
+by its normalized form.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .extract import MODES, Extraction, Mode, extract, gold_value, is_correct, normalize_text, text_f1
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .collection import Collection
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "COMBINATION",
+    "Evaluation",
+    "evaluate",
+    "evaluate_frame",
+    "majority_vote",
+    "model_name",
+    "set_correct_answers",
+    "wilson_interval",
+    "write_tables",
+]
+
+Z95 = 1.959963984540054
+#: The columns that define one evaluated combination.
+COMBINATION = ["dataset", "split", "model", "instruction", "cot_trigger", "answer_extraction"]
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20, 40)
+_META = (
+    "dataset", "split", "sample_id", "type", "model", "instruction", "cot_trigger", "answer_extraction",
+    "cot_index", "cot_id", "answer_id", "source", "stored_correct",
+)  # fmt: skip
+
+
+def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (95% for the default z); (nan, nan) for n = 0."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    p = correct / n
+    z2 = z * z
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _vote_key(value: Any, answer_type: str) -> Any:
+    if answer_type == "number":
+        return round(float(value), 6) + 0.0
+    if answer_type == "text":
+        return normalize_text(str(value))
+    return value
+
+
+def majority_vote(values: Sequence[Any], answer_type: str = "number") -> Any:
+    """The most frequent non-None value; ties go to the value that occurs first; None if nothing voted."""
+    counts: dict[Any, int] = {}
+    first: dict[Any, int] = {}
+    rep: dict[Any, Any] = {}
+    for i, v in enumerate(values):
+        if v is None:
+            continue
+        key = _vote_key(v, answer_type)
+        if key in counts:
+            counts[key] += 1
+        else:
+            counts[key], first[key], rep[key] = 1, i, v
+    if not counts:
+        return None
+    best = max(counts, key=lambda k: (counts[k], -first[k]))
+    return rep[best]
+
+
+_MODEL_NAMES: dict[str, str] = {}
+
+
+def model_name(model: Any) -> str:
+    """A model's name: ThoughtSource stores ``"{'name': 'gpt-4', 'temperature': 0, ...}"`` or a plain string."""
+    if model is None:
+        return "None"
+    if isinstance(model, dict):
+        return str(model.get("name", model))
+    text = str(model)
+    if text in _MODEL_NAMES:
+        return _MODEL_NAMES[text]
+    name = text
+    if text.startswith("{"):
+        try:
+            obj = ast.literal_eval(text)
+            if isinstance(obj, dict) and "name" in obj:
+                name = str(obj["name"])
+        except (ValueError, SyntaxError):
+            pass
+    _MODEL_NAMES[text] = name
+    return name
+
+
+def _fmt(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, frozenset):
+        return "; ".join(sorted(value))
+    if isinstance(value, float):
+        return f"{value:g}" if value == value and abs(value) < 1e15 else str(value)
+    return str(value)
+
+
+@dataclass
+class Evaluation:
+    """The result of :func:`evaluate_frame`; see the module doc for the three frames."""
+
+    answers: pd.DataFrame
+    accuracy: pd.DataFrame
+    majority: pd.DataFrame
+    mode: Mode = "strict"
+    extractions: dict[str, list[Extraction]] = field(default_factory=dict, repr=False)
+
+    def to_dict(self, mode: Mode | None = None) -> dict[str, Any]:
+        """``{"accuracy": {"<instruction>_<cot_trigger>_<answer_extraction>": value}}`` for ``mode``."""
+        m = mode or self.mode
+        a = self.answers[self.answers["mode"] == m]
+        out: dict[str, float] = {}
+        if len(a):
+            keys = a["instruction"].astype(str) + "_" + a["cot_trigger"].astype(str) + "_" + a["answer_extraction"].astype(str)
+            for key, value in a["correct"].groupby(keys, sort=True).mean().items():
+                out[str(key)] = float(value)
+        return {"accuracy": out}
+
+
+def _iter_answers(collection: Collection) -> Iterable[tuple[str, str, Any, int, Any, Any]]:
+    for d, s, sample in collection.samples():
+        for ci, cot in enumerate(sample.generated_cot):
+            for ans in cot.answers:
+                yield d, s, sample, ci, cot, ans
+
+
+def evaluate_frame(
+    collection: Collection | str | os.PathLike[str],
+    *,
+    modes: Sequence[Mode] = MODES,  # type: ignore[assignment]
+    mode: Mode = "strict",
+    ks: Sequence[int] | None = None,
+    memo: bool = True,
+) -> Evaluation:
+    """Extract and score every answer in every mode; accuracy per combination; maj@k self-consistency.
+
+    ``memo`` reuses the extraction of a text already seen in this call (same text, type, choices,
+    source and mode), which is common with self-consistency samples and short extraction outputs.
+    """
+    import pandas as pd
+
+    from .collection import Collection
+
+    if not isinstance(collection, Collection):
+        collection = Collection.load(collection)
+    for m in (*modes, mode):
+        if m not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {m!r}")
+    meta: dict[str, list[Any]] = {k: [] for k in _META}
+    per_mode: dict[str, dict[str, list[Any]]] = {m: {k: [] for k in ("pred", "rule", "correct", "f1")} for m in modes}
+    values: dict[str, list[Any]] = {m: [] for m in modes}
+    extractions: dict[str, list[Extraction]] = {m: [] for m in modes}
+    gold_cache: dict[int, Any] = {}
+    cache: dict[tuple[Any, ...], Extraction] = {}
+    nan = math.nan
+    for d, s, sample, ci, cot, ans in _iter_answers(collection):
+        t = sample.type
+        key = id(sample)
+        if key not in gold_cache:
+            gold_cache[key] = (tuple(sample.choices), gold_value(t, sample.answer, sample.choices))
+        choices, gold = gold_cache[key]
+        text, source = (ans.answer, "extraction") if ans.answer and ans.answer.strip() else (cot.cot, "cot")
+        for k, v in zip(
+            _META,
+            (d, s, sample.id, t, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger),
+             str(ans.answer_extraction), ci, cot.id, ans.id, source, ans.correct_answer),
+            strict=True,
+        ):  # fmt: skip
+            meta[k].append(v)
+        for m in modes:
+            ckey = (text, t, m, choices, source)
+            e = cache.get(ckey) if memo else None
+            if e is None:
+                e = extract(text, t, mode=m, choices=choices, source=source)  # type: ignore[arg-type]
+                if memo:
+                    cache[ckey] = e
+            cols = per_mode[m]
+            cols["pred"].append(_fmt(e.value))
+            cols["rule"].append(e.rule)
+            cols["correct"].append(is_correct(e.value, t, gold))
+            cols["f1"].append(text_f1(str(e.value), gold) if t == "text" and e.value is not None and gold else nan)
+            values[m].append(e.value)
+            extractions[m].append(e)
+    base = pd.DataFrame(meta)
+    frames = [base.assign(mode=m, **per_mode[m]) for m in modes]
+    answers = pd.concat(frames, ignore_index=True) if frames else base
+    answers = answers[[*_META[:-1], "mode", "pred", "rule", "correct", "f1", "stored_correct"]]
+    answers["stored_correct"] = answers["stored_correct"].astype(object)
+    accuracy = _accuracy_table(answers)
+    majority = _majority_table(answers, values, gold_cache, collection, ks)
+    return Evaluation(answers=answers, accuracy=accuracy, majority=majority, mode=mode, extractions=extractions)
+
+
+def _wilson_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    import numpy as np
+
+    n = frame["n"].to_numpy(dtype=float)
+    k = frame["correct"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / n
+        z2 = Z95 * Z95
+        denom = 1 + z2 / n
+        centre = (p + z2 / (2 * n)) / denom
+        half = Z95 * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    frame["accuracy"] = p
+    frame["ci_low"] = np.clip(centre - half, 0.0, 1.0)
+    frame["ci_high"] = np.clip(centre + half, 0.0, 1.0)
+    return frame
+
+
+def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+
+    keys = [*COMBINATION, "mode"]
+    if answers.empty:
+        return pd.DataFrame(columns=[*keys, "n", "correct", "accuracy", "ci_low", "ci_high", "no_answer", "f1"])
+    g = answers.assign(no_answer=answers["pred"].isna()).groupby(keys, sort=True, dropna=False)
+    table = g.agg(n=("correct", "size"), correct=("correct", "sum"), no_answer=("no_answer", "sum"), f1=("f1", "mean"))
+    table = _wilson_columns(table.reset_index())
+    return table[[*keys, "n", "correct", "accuracy", "ci_low", "ci_high", "no_answer", "f1"]]
+
+
+def _majority_table(
+    answers: pd.DataFrame,
+    values: dict[str, list[Any]],
+    gold_cache: dict[int, Any],
+    collection: Collection,
+    ks: Sequence[int] | None,
+) -> pd.DataFrame:
+    import pandas as pd
+
+    keys = [*COMBINATION, "mode", "k"]
+    columns = [*keys, "n", "correct", "accuracy", "ci_low", "ci_high"]
+    if answers.empty:
+        return pd.DataFrame(columns=columns)
+    golds = {(d, s, x.id): (x.type, gold_cache.get(id(x), ((), None))[1]) for d, s, x in collection.samples()}
+    rows: list[tuple[Any, ...]] = []
+    for m, vals in values.items():
+        sub = answers[answers["mode"] == m]
+        series = pd.Series(vals, index=sub.index, dtype=object)
+        group_keys = [*COMBINATION, "sample_id"]
+        groups = sub.groupby(group_keys, sort=False, dropna=False).indices
+        if not groups or max(len(ix) for ix in groups.values()) < 2:
+            continue
+        wanted = sorted(set(ks or DEFAULT_KS) | ({max(len(ix) for ix in groups.values())} if ks is None else set()))
+        agg: dict[tuple[Any, ...], list[int]] = {}
+        for gkey, ix in groups.items():
+            ordered = series.iloc[ix].tolist()  # answers are in file order, i.e. sample order
+            t, gold = golds.get((gkey[0], gkey[1], gkey[-1]), (None, None))
+            for k in wanted:
+                if len(ordered) < k:
+                    continue
+                vote = majority_vote(ordered[:k], t or "number")
+                ok = is_correct(vote, t or "number", gold)
+                slot = agg.setdefault((*gkey[:-1], m, k), [0, 0])
+                slot[0] += 1
+                slot[1] += int(ok)
+        rows.extend((*key, n, c) for key, (n, c) in agg.items())
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    table = pd.DataFrame(rows, columns=[*keys, "n", "correct"]).sort_values(keys, kind="stable").reset_index(drop=True)
+    return _wilson_columns(table)[columns]
+
+
+def evaluate(
+    collection: Collection,
+    *,
+    mode: Mode = "strict",
+    overwrite: bool = True,
+    warn: bool = True,
+    out_dir: str | os.PathLike[str] | None = None,
+    ks: Sequence[int] | None = None,
+) -> dict[str, Any]:
+    """Score every answer, set ``Answer.correct_answer``, return ``{"accuracy": {...}}`` (the paper's form).
+
+    ``overwrite=False`` keeps a ``correct_answer`` that a file already holds.  ``out_dir`` also writes the
+    tables (:func:`write_tables`).  Use :func:`evaluate_frame` for the DataFrames.
+    """
+    result = evaluate_frame(collection, mode=mode, ks=ks)
+    changed = set_correct_answers(collection, result, mode=mode, overwrite=overwrite)
+    if warn and changed:
+        log.warning("evaluate: %d stored correct_answer values changed (mode %s)", changed, mode)
+    if out_dir is not None:
+        write_tables(result, out_dir)
+    return result.to_dict(mode)
+
+
+def set_correct_answers(collection: Collection, result: Evaluation, *, mode: Mode = "strict", overwrite: bool = True) -> int:
+    """Write ``result``'s verdicts (``mode``) into ``Answer.correct_answer``; returns how many stored values changed."""
+    verdicts = iter(result.answers.loc[result.answers["mode"] == mode, "correct"].tolist())
+    changed = 0
+    for _, _, _, _, _, ans in _iter_answers(collection):
+        ok = bool(next(verdicts))
+        if ans.correct_answer is None or overwrite:
+            if ans.correct_answer is not None and ans.correct_answer != ok:
+                changed += 1
+            ans.correct_answer = ok
+    return changed
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    shown = frame.copy()
+    for col in ("accuracy", "ci_low", "ci_high"):
+        if col in shown:
+            shown[col] = shown[col].map(lambda v: "" if v != v else f"{100 * v:.1f}")
+    if "f1" in shown:
+        shown["f1"] = shown["f1"].map(lambda v: "" if v != v else f"{v:.3f}")
+    return shown.to_markdown(index=False) + "\n"
+
+
+def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """accuracy.csv/.md, majority.csv/.md (when there are repeated samples) and answers.csv, written atomically."""
+    from .io import atomic_write
+
+    out = Path(out_dir)
+    written: list[Path] = []
+    for name, frame in (("accuracy", result.accuracy), ("majority", result.majority)):
+        if name == "majority" and frame.empty:
+            continue
+        for ext, render in (("csv", lambda f: f.to_csv(index=False)), ("md", _markdown)):
+            path = out / f"{name}.{ext}"
+            with atomic_write(path) as fh:
+                fh.write(render(frame))
+            written.append(path)
+    path = out / "answers.csv"
+    with atomic_write(path) as fh:
+        fh.write(result.answers.to_csv(index=False))
+    written.append(path)
+    return written

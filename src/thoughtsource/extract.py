@@ -1,0 +1,610 @@
+"""Answer extraction: the predicted answer of a CoT, per answer type, with the rule that found it.
+
+:func:`extract` reads either an *answer-extraction output* (``source="extraction"``, the model's text
+after a prompt such as "Therefore, the answer is", i.e. :attr:`Answer.answer`) or a *CoT*
+(``source="cot"``, when no extraction step ran) and returns an :class:`Extraction`: the value and
+the name of the rule that produced it.  "No answer" is a value (``Extraction.value is None``, rule
+``none`` or ``ambiguous``), never an exception.
+
+Two modes, reported separately (as lm-evaluation-harness does with its ``strict-match`` and
+``flexible-extract`` filters):
+
+``strict``
+    The answer must follow an answer phrase: the start of an extraction output (the prompt ended in
+    "the answer is"), or an explicit phrase in the text ("the answer is", "Answer:", "the correct
+    option is", "####", ``\\boxed{}``).  Only the first sentence after the phrase is read.  When
+    several phrases occur, the last one that states an answer wins (an answer stated and then
+    revised counts as revised); a phrase followed by "not" is skipped.
+``flexible``
+    The strict answer when there is one; otherwise a type-specific fallback over the whole text: the
+    last number, the last wrapped choice letter ("(B)", "B)", "option B"), the last yes/no/true/false,
+    the last line (text, collection).
+
+Per type, inside the sentence after an answer phrase:
+
+``multiplechoice`` -> the choice letter (``"B"``)
+    "B", "(B)", "B)", "B.", "b", "option B", "choice (b)", "B: <text>", or the text of a choice.  The
+    first letter stated counts ("(C), because (A) and (B) are wrong" is C); two different letters
+    joined as a list ("B or C", "(A), (B), or (D)", "A and B") are ``ambiguous``.  A bare capital
+    "A"/"I" followed by a lower-case word is read as an article/pronoun, not as a letter.
+``number`` -> ``float``
+    "-3", "−3", "1,000", "$5.50", "50%", "3/4", "3 1/2", ".5", "12 km/h"; after an "=" the result is
+    taken ("3 x 15 = 45" -> 45); a few number words ("twelve").  Two numbers joined by "or" are
+    ``ambiguous``.  Compared with a relative tolerance of 1e-4 (and 1e-6 absolute).
+``bool`` -> ``bool``
+    yes/no/true/false in their usual forms ("Yes.", "No, it would not", "**True**"); "no" counts only
+    at the start of the sentence or before punctuation ("there is no evidence" is not an answer); when
+    the sample has choices (ThoughtSource stores ``["True", "False"]``) a letter ("A)") maps to its choice.
+``text`` -> ``str``
+    the sentence after the phrase without quotes, markdown and final punctuation; scored by normalized
+    exact match (lower case, no punctuation, no articles, single spaces; or equal once all whitespace
+    is removed, so "n a o a" matches "naoa") and token F1 (SQuAD).
+``collection`` -> ``frozenset[str]``
+    the items of that sentence split on commas, semicolons, "and", slashes and new lines, normalized.
+
+All patterns are compiled once at import; per-choice-list patterns are cached.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any, Literal, NamedTuple
+
+from .schema import BOOL_WORDS, parse_number
+
+__all__ = [
+    "MODES",
+    "Extraction",
+    "Mode",
+    "Source",
+    "extract",
+    "gold_value",
+    "is_correct",
+    "normalize_text",
+    "text_f1",
+]
+
+Mode = Literal["strict", "flexible"]
+Source = Literal["extraction", "cot"]
+MODES: tuple[str, ...] = ("strict", "flexible")
+
+
+class Extraction(NamedTuple):
+    """The predicted answer and the rule that found it; ``value is None`` means "no answer"."""
+
+    value: Any
+    rule: str
+
+    @property
+    def found(self) -> bool:
+        return self.value is not None
+
+
+NONE = Extraction(None, "none")
+AMBIGUOUS = Extraction(None, "ambiguous")
+
+# ---------------------------------------------------------------------------------------------
+# Text clean-up and answer phrases
+# ---------------------------------------------------------------------------------------------
+
+_MARKDOWN = re.compile(r"\*\*|__|`|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)")
+_NEXT_QUESTION = re.compile(r"\n\s*(?:Q|Question)\s*:", re.I)
+_LATEX_FRAC = re.compile(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}")
+_ANCHOR = re.compile(
+    r"""
+    \banswer(?:\s+choice)?(?:\s*\([^()\n]{0,40}\))?\s*(?:is|would\s+be|will\s+be|should\s+be|must\s+be|=|:)(?:\s*:)?
+  | \b(?:correct|right|best|most\s+likely)\s+(?:option|choice|response)\s*(?:is|would\s+be|will\s+be|:)(?:\s*:)?
+  | \banswer\s+to\s+[^.?!\n]{1,80}?\s+is\b
+  | \bI\s+(?:would|will|'d)\s+(?:choose|pick|select|go\s+with)\b
+  | ^[ \t]*\#{2,4}
+  | \\(?:boxed|fbox)\{
+    """,
+    re.I | re.X | re.M,
+)
+# Every answer phrase contains one of these (lower-case) strings; texts without any skip the regex.
+_ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with")
+_LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d)|\$(?![\d.-]))*""")
+_SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
+_NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
+_TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
+_UNANSWERED = re.compile(
+    r"^(?:unknown|unclear|uncertain|undetermined|none|n/?a|moot|cannot|can't|not\s+(?:known|sure|certain|possible|enough|clear|determinable))\b",
+    re.I,
+)
+
+
+def _clean(text: str, source: Source) -> str:
+    if source == "extraction":
+        m = _NEXT_QUESTION.search(text)
+        if m:
+            text = text[: m.start()]
+    if "*" in text or "_" in text or "`" in text:
+        text = _MARKDOWN.sub("", text)
+    if "\\" in text:
+        text = _LATEX_FRAC.sub(r"\1/\2", text)
+    return text
+
+
+def _span(text: str, start: int, end_re: re.Pattern[str] | None = None) -> str:
+    """The first sentence of ``text`` from ``start``, without leading punctuation."""
+    chunk = text[start : start + 400]
+    lead = _LEAD.match(chunk)
+    if lead:
+        # keep an opening parenthesis that wraps a letter: "(B)"
+        cut = lead.end()
+        if cut and chunk[cut - 1] == "(":
+            cut -= 1
+        chunk = chunk[cut:]
+    m = (end_re or _SPAN_END).search(chunk)
+    return chunk[: m.start()] if m else chunk
+
+
+def _spans(text: str, source: Source, end_re: re.Pattern[str] | None = None) -> list[tuple[int, str]]:
+    """(position, sentence) after each answer phrase, last phrase first."""
+    low = text.lower()
+    if any(k in low for k in _ANCHOR_KEYS):
+        out: list[tuple[int, str]] = [(m.end(), _span(text, m.end(), end_re)) for m in _ANCHOR.finditer(text)]
+    else:
+        out = []
+    if source == "extraction":
+        out.insert(0, (0, _span(text, 0, end_re)))
+    out.reverse()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers
+# ---------------------------------------------------------------------------------------------
+
+_NUM = re.compile(
+    r"""
+    (?<![\w.,/])
+    (?P<neg>[-−](?=\s?[$€£¥]?\s?[\d.]))?\s?
+    [$€£¥]?\s?
+    (?P<neg2>-)?
+    (?:
+        (?P<mw>\d+)\s+(?P<mn>\d+)/(?P<md>\d+)(?![\d/])
+      | (?P<fn>\d+)\s*/\s*(?P<fd>\d+)(?![\d/])
+      | (?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?P<dec>\.\d+)?
+      | (?P<dec0>\.\d+)
+    )
+    """,
+    re.X,
+)
+_UNITS = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+        ]
+    )
+}
+_TENS = {w: 10 * i for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], start=2)}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_NUM_WORD = "|".join([*_UNITS, *_TENS, *_SCALES])
+_WORD_NUM = re.compile(rf"\b(?:{_NUM_WORD})(?:(?:[\s-]+and[\s-]+|[\s-]+)(?:{_NUM_WORD}))*\b", re.I)
+_POINT = re.compile(r"\s+point\b", re.I)
+
+
+def _words_value(words: str) -> float:
+    total = current = 0
+    for w in re.split(r"[\s-]+", words.lower()):
+        if w in _UNITS:
+            current += _UNITS[w]
+        elif w in _TENS:
+            current += _TENS[w]
+        elif w == "hundred":
+            current = max(current, 1) * 100
+        elif w in _SCALES:
+            total += max(current, 1) * _SCALES[w]
+            current = 0
+    return float(total + current)
+
+
+_OR_NUMBER = re.compile(r"^\s*(?:or|and/or)\s+[-−$]?\d")
+
+
+def _num_value(m: re.Match[str]) -> float | None:
+    g = m.groupdict()
+    sign = -1.0 if (g["neg"] or g["neg2"]) else 1.0
+    if g["mw"] is not None:
+        den = float(g["md"])
+        return sign * (float(g["mw"]) + float(g["mn"]) / den) if den else None
+    if g["fn"] is not None:
+        den = float(g["fd"])
+        return sign * float(g["fn"]) / den if den else None
+    if g["int"] is not None:
+        return sign * float(g["int"].replace(",", "") + (g["dec"] or ""))
+    return sign * float(g["dec0"])
+
+
+def _number_in_span(span: str) -> Extraction | None:
+    rule = "number:after-phrase"
+    if "=" in span:
+        tail = span.rsplit("=", 1)[1]
+        if any(c.isdigit() for c in tail):
+            span, rule = tail, "number:after-phrase-result"
+    for m in _NUM.finditer(span):
+        value = _num_value(m)
+        if value is None:
+            continue
+        if _OR_NUMBER.match(span, m.end()) or _OR_NUMBER.match(span[m.end() :]):
+            other = _NUM.search(span, m.end())
+            if other is not None and _num_value(other) != value:
+                return AMBIGUOUS
+        return Extraction(value, rule)
+    w = _WORD_NUM.search(span)
+    if w and not _POINT.match(span, w.end()):  # "nine point eight" is not 9
+        return Extraction(_words_value(w.group(0)), "number:word")
+    return None
+
+
+def _extract_number(text: str, mode: Mode, source: Source) -> Extraction:
+    for _, span in _spans(text, source):
+        if _NEGATED.match(span):
+            continue
+        r = _number_in_span(span)
+        if r is not None:
+            return r
+    if mode == "flexible":
+        last = None
+        for m in _NUM.finditer(text):
+            last = m
+        if last is not None:
+            value = _num_value(last)
+            if value is not None:
+                return Extraction(value, "number:last-number")
+    return NONE
+
+
+# ---------------------------------------------------------------------------------------------
+# Multiple choice
+# ---------------------------------------------------------------------------------------------
+
+_LETTER = re.compile(
+    r"""
+      \(\s*(?P<p>[A-Za-z])\s*\)                                  # (B) (b)
+    | \b(?:option|choice|letter)\s*\(?(?P<o>[A-Za-z])\b\)?       # option B, choice (b)
+    | (?<![\w'])(?P<r>[A-Za-z])\)                                # B)
+    | (?<![\w'’-])(?P<b>[A-Z])(?![\w'’]|-\w)                     # B  B.  B:  D--text
+    """,
+    re.X,
+)
+_STRONG = re.compile(
+    r"\(\s*(?P<p>[A-Za-z])\s*\)|\b(?:option|choice)\s*\(?(?P<o>[A-Za-z])\b\)?|(?<![\w'])(?P<r>[A-Za-z])\)",
+)
+_LIST_SEP = re.compile(r"^[\s,/&.]*(?:(?:or|and|nor|vs\.?)\b)?[\s,/&]*(?:maybe|possibly|perhaps|also|either)?\s*$", re.I)
+_LOWER_WORD = re.compile(r"\s+(?!(?:or|and|nor|through|to|vs)\b)[a-z]")
+
+
+class _Choices(NamedTuple):
+    n: int
+    norms: tuple[str, ...]  # normalized choice texts
+    texts: tuple[str, ...]
+
+
+@lru_cache(maxsize=8192)
+def _choices(choices: tuple[str, ...]) -> _Choices:
+    return _Choices(len(choices), tuple(normalize_text(c) for c in choices), choices)
+
+
+def _letters(span: str, ch: _Choices, pattern: re.Pattern[str] = _LETTER) -> list[tuple[int, int, str]]:
+    """(start, end, LETTER) of the choice letters in ``span``, in order."""
+    out = []
+    limit = ch.n if ch.n else 10
+    whole = span.strip(_TRAIL)
+    for m in pattern.finditer(span):
+        kind = m.lastgroup
+        letter = m.group(kind)  # type: ignore[arg-type]
+        if kind == "b":
+            # A bare capital "A"/"I" before a lower-case word is an article or a pronoun ("A dog", "I think"),
+            # unless the words are the text of that choice ("A motel room").
+            if letter in "AI" and _LOWER_WORD.match(span, m.end()):
+                idx = ord(letter) - 65
+                rest = normalize_text(span[m.end() :])
+                if not (idx < ch.n and ch.norms[idx] and rest.startswith(ch.norms[idx])):
+                    continue
+        elif letter.islower() and kind == "r" and whole.lower() != letter + ")":
+            pass  # "b)" is a letter in its wrapping
+        idx = ord(letter.upper()) - 65
+        if 0 <= idx < limit:
+            out.append((m.start(), m.end(), letter.upper()))
+    if not out and len(whole) == 1 and whole.isalpha():  # "the answer is b."
+        idx = ord(whole.upper()) - 65
+        if 0 <= idx < limit:
+            out.append((0, len(span), whole.upper()))
+    return out
+
+
+def _choice_text(span: str, ch: _Choices) -> Extraction | None:
+    if not ch.n:
+        return None
+    norm = normalize_text(span)
+    if not norm:
+        return None
+    for i, c in enumerate(ch.norms):
+        if c and norm == c:
+            return Extraction(chr(65 + i), "mc:choice-text")
+    padded = f" {norm} "
+    hits = [(padded.find(f" {c} "), len(c), i) for i, c in enumerate(ch.norms) if c and f" {c} " in padded]
+    if not hits:
+        return None
+    # Drop choices contained in a longer matched one ("money" inside "money bank").
+    hits = [h for h in hits if not any(o[2] != h[2] and o[0] <= h[0] and h[0] + h[1] <= o[0] + o[1] for o in hits)]
+    hits.sort()
+    if len(hits) > 1 and _LIST_SEP.match(padded[hits[0][0] + hits[0][1] + 1 : hits[1][0]]):
+        return AMBIGUOUS  # "wealth or get rich"
+    if len(hits) == 1 or hits[0][0] == 0:
+        return Extraction(chr(65 + hits[0][2]), "mc:choice-text")
+    return AMBIGUOUS
+
+
+def _after_choice_text(span: str, pos: int, letter: str, ch: _Choices) -> int:
+    """Position after the text of choice ``letter`` when it follows at ``pos`` ("B) falling down")."""
+    idx = ord(letter) - 65
+    if idx < ch.n:
+        t = ch.texts[idx].strip().rstrip(".").lower()
+        if t:
+            j = span.lower().find(t, pos, pos + len(t) + 4)
+            if j >= 0 and not span[pos:j].strip(" :.-–)"):
+                return j + len(t)
+    return pos
+
+
+def _mc_in_span(span: str, ch: _Choices) -> Extraction | None:
+    found = _letters(span, ch)
+    if found:
+        _, e0, first = found[0]
+        e0 = _after_choice_text(span, e0, first, ch)
+        for s, e, letter in found[1:]:
+            if s < e0:
+                continue  # a capital inside the choice's own text ("C) A 6'' Man")
+            if not _LIST_SEP.match(span[e0:s]):
+                break
+            if letter != first:
+                return AMBIGUOUS  # "B or C", "(A), (B), or (D)", "B) falling down and D) exhaustion"
+            e0 = _after_choice_text(span, e, letter, ch)
+        return Extraction(first, "mc:letter")
+    return _choice_text(span, ch)
+
+
+def _extract_mc(text: str, mode: Mode, source: Source, ch: _Choices) -> Extraction:
+    for _, span in _spans(text, source):
+        if _NEGATED.match(span):
+            continue
+        r = _mc_in_span(span, ch)
+        if r is not None:
+            return r
+    if mode == "flexible":
+        found = _letters(text, ch, _STRONG)
+        if found:
+            return Extraction(found[-1][2], "mc:last-letter")
+    return NONE
+
+
+# ---------------------------------------------------------------------------------------------
+# Bool
+# ---------------------------------------------------------------------------------------------
+
+_BOOL = re.compile(r"(?<![\w'-])(yes|no|true|false)(?![\w'-])", re.I)
+_NO_OK = re.compile(r"\s*(?:[.,;:!)]|$)")
+_NOT_BEFORE = re.compile(r"(?:\bnot|n't)\s+$", re.I)
+_BOOL_OR = re.compile(r"^\s*(?:,\s*)?(?:or|and|/)\s*$", re.I)
+
+
+def _bools(span: str, sentence_start: bool) -> list[tuple[int, int, bool]]:
+    out = []
+    for m in _BOOL.finditer(span):
+        word = m.group(1).lower()
+        if word == "no" and not (_NO_OK.match(span, m.end()) or (sentence_start and not span[: m.start()].strip())):
+            continue  # "there is no evidence"
+        value = BOOL_WORDS[word]
+        if _NOT_BEFORE.search(span, 0, m.start()):
+            value = not value  # "not true"
+        out.append((m.start(), m.end(), value))
+    return out
+
+
+def _bool_in_span(span: str, ch: _Choices) -> Extraction | None:
+    found = _bools(span, True)
+    if found:
+        _, e0, first = found[0]
+        if len(found) > 1 and found[1][2] != first and _BOOL_OR.match(span[e0 : found[1][0]]):
+            return AMBIGUOUS
+        return Extraction(first, "bool:word")
+    if ch.n:
+        letters = _letters(span, ch)
+        if letters:
+            text = ch.texts[ord(letters[0][2]) - 65].strip().lower()
+            if text in BOOL_WORDS:
+                return Extraction(BOOL_WORDS[text], "bool:letter")
+    return None
+
+
+def _extract_bool(text: str, mode: Mode, source: Source, ch: _Choices) -> Extraction:
+    for _, span in _spans(text, source):
+        if _UNANSWERED.match(span):
+            continue
+        r = _bool_in_span(span, ch)
+        if r is not None:
+            return r
+    if mode == "flexible":
+        found = _bools(text, False)
+        if found:
+            return Extraction(found[-1][2], "bool:last-word")
+    return NONE
+
+
+# ---------------------------------------------------------------------------------------------
+# Text and collections
+# ---------------------------------------------------------------------------------------------
+
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation + "“”‘’")
+_ITEM_SPLIT = re.compile(r"\s*(?:[,;/\n]|\band\b|\s-\s|^\s*[-*•]\s|•)\s*", re.I | re.M)
+_LIST_END = re.compile(r"\.(?=\s|$)|\n\s*\n|\}")  # a collection may be a bulleted list over several lines
+
+
+def normalize_text(s: str) -> str:
+    """SQuAD normalization: lower case, no punctuation, no articles, single spaces."""
+    s = s.lower().translate(_PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def _compact(s: str) -> str:
+    return "".join(s.lower().translate(_PUNCT).split())
+
+
+def text_f1(pred: str, gold: Sequence[str]) -> float:
+    """Token F1 (SQuAD) of ``pred`` against the best of ``gold``."""
+    p = normalize_text(pred).split()
+    best = 0.0
+    for g in gold:
+        gt = normalize_text(g).split()
+        if not p or not gt:
+            best = max(best, float(p == gt))
+            continue
+        common = sum((Counter(p) & Counter(gt)).values())
+        if common:
+            prec, rec = common / len(p), common / len(gt)
+            best = max(best, 2 * prec * rec / (prec + rec))
+    return best
+
+
+def _text_value(span: str) -> str | None:
+    v = span.strip(_TRAIL).strip()
+    return v or None
+
+
+def _last_line(text: str) -> str:
+    for line in reversed(text.strip().splitlines()):
+        if line.strip(_TRAIL):
+            return line
+    return ""
+
+
+def _extract_text(text: str, mode: Mode, source: Source) -> Extraction:
+    for _, span in _spans(text, source):
+        v = _text_value(span)
+        if v is not None:
+            return Extraction(v, "text:after-phrase")
+    if mode == "flexible":
+        v = _text_value(_last_line(text))
+        if v is not None:
+            return Extraction(v, "text:last-line")
+    return NONE
+
+
+def _items(span: str) -> frozenset[str]:
+    return frozenset(n for n in (normalize_text(x) for x in _ITEM_SPLIT.split(span)) if n)
+
+
+def _extract_collection(text: str, mode: Mode, source: Source) -> Extraction:
+    for _, span in _spans(text, source, _LIST_END):
+        items = _items(span)
+        if items:
+            return Extraction(items, "collection:after-phrase")
+    if mode == "flexible":
+        items = _items(_last_line(text))
+        if items:
+            return Extraction(items, "collection:last-line")
+    return NONE
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------------
+
+
+def extract(
+    text: str | None,
+    answer_type: str,
+    *,
+    mode: Mode = "strict",
+    choices: Sequence[str] = (),
+    source: Source = "extraction",
+) -> Extraction:
+    """The predicted answer in ``text`` (see the module doc for the rules); never raises on odd text."""
+    if not text or not text.strip():
+        return NONE
+    if mode not in MODES:
+        raise ValueError(f"mode must be 'strict' or 'flexible', got {mode!r}")
+    text = _clean(text, source)
+    if answer_type == "number":
+        return _extract_number(text, mode, source)
+    if answer_type == "multiplechoice":
+        return _extract_mc(text, mode, source, _choices(tuple(choices)))
+    if answer_type == "bool":
+        return _extract_bool(text, mode, source, _choices(tuple(choices)))
+    if answer_type == "text":
+        return _extract_text(text, mode, source)
+    if answer_type == "collection":
+        return _extract_collection(text, mode, source)
+    raise ValueError(f"unknown answer type {answer_type!r}")
+
+
+def gold_value(answer_type: str, gold: Sequence[str], choices: Sequence[str] = ()) -> Any:
+    """The gold answer in the form :func:`extract` returns (letter, float, bool, str, frozenset); None if unusable."""
+    if not gold:
+        return None
+    g = str(gold[0])
+    if answer_type == "multiplechoice":
+        if g in choices:
+            return chr(65 + list(choices).index(g))
+        norm = normalize_text(g)
+        for i, c in enumerate(_choices(tuple(choices)).norms):
+            if c == norm:
+                return chr(65 + i)
+        s = g.strip().strip("()").upper()
+        return s if len(s) == 1 and s.isalpha() else None
+    if answer_type == "number":
+        return parse_number(g)
+    if answer_type == "bool":
+        return BOOL_WORDS.get(g.strip().lower())
+    if answer_type == "text":
+        return tuple(str(x) for x in gold)
+    if answer_type == "collection":
+        return frozenset(n for n in (normalize_text(x) for x in gold) if n)
+    return None
+
+
+def is_correct(value: Any, answer_type: str, gold: Any) -> bool:
+    """Whether an extracted value matches a gold value (both as returned by :func:`extract` / :func:`gold_value`)."""
+    if value is None or gold is None:
+        return False
+    if answer_type == "number":
+        return math.isclose(float(value), float(gold), rel_tol=1e-4, abs_tol=1e-6)
+    if answer_type == "text":
+        norm = normalize_text(str(value))
+        golds = (gold,) if isinstance(gold, str) else gold
+        if any(norm == normalize_text(str(g)) for g in golds):
+            return True
+        # Spelled-out letter sequences ("n a o a" for "naoa"): compare without any whitespace, articles kept.
+        compact = _compact(str(value))
+        return bool(compact) and any(compact == _compact(str(g)) for g in golds)
+    return bool(value == gold)

@@ -1,0 +1,129 @@
+"""Evaluation plots (matplotlib, Agg backend, PNG).
+
+:func:`plot_accuracy` draws the accuracy of every combination with its 95% Wilson interval;
+:func:`plot_trigger_heatmap` draws CoT triggers × datasets.  Both take the ``accuracy`` frame of
+:class:`thoughtsource.evaluate.Evaluation` and write a PNG atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+__all__ = ["plot_accuracy", "plot_trigger_heatmap"]
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
+    from .io import atomic_write
+
+    out = Path(path)
+    with atomic_write(out, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=150, bbox_inches="tight")
+    return out
+
+
+def _label(row: Any, varying: list[str]) -> str:
+    parts = [str(row[c]) for c in varying]
+    return " · ".join(parts) if parts else "all"
+
+
+def plot_accuracy(
+    accuracy: pd.DataFrame,
+    path: str | os.PathLike[str],
+    *,
+    mode: str | None = "strict",
+    title: str | None = None,
+    max_rows: int = 60,
+) -> Path:
+    """Horizontal dot plot: accuracy (%) of each combination with its 95% Wilson interval and n."""
+    plt = _pyplot()
+    from .evaluate import COMBINATION
+
+    frame = accuracy if mode is None else accuracy[accuracy["mode"] == mode]
+    frame = frame.sort_values("accuracy", ascending=True, kind="stable").tail(max_rows)
+    # Label rows by the columns that differ; the shared ones go into the title.
+    varying = [c for c in COMBINATION if frame[c].nunique(dropna=False) > 1] if len(frame) else []
+    shared = [f"{c}={frame[c].iloc[0]}" for c in COMBINATION if c not in varying and len(frame)]
+    labels = ["\n".join(textwrap.wrap(_label(r, varying), 60)) for _, r in frame.iterrows()]
+    height = max(2.5, 0.45 * len(frame) + 1.5)
+    fig, ax = plt.subplots(figsize=(10, height))
+    try:
+        y = list(range(len(frame)))
+        acc = 100 * frame["accuracy"].to_numpy(dtype=float)
+        lo = 100 * frame["ci_low"].to_numpy(dtype=float)
+        hi = 100 * frame["ci_high"].to_numpy(dtype=float)
+        ax.errorbar(acc, y, xerr=[acc - lo, hi - acc], fmt="o", color="#1f5fa8", ecolor="#7ea6d8", elinewidth=2, capsize=4)
+        for yi, a, h, n in zip(y, acc, hi, frame["n"].tolist(), strict=True):
+            ax.annotate(
+                f"{a:.1f}%  (n={n})", (min(h, 100), yi), xytext=(6, 0), textcoords="offset points", va="center", fontsize=9
+            )
+        ax.set_yticks(y)
+        ax.set_yticklabels(labels, fontsize=9)
+        ax.set_xlim(0, 115)
+        ax.set_xticks(range(0, 101, 10))
+        ax.set_xlabel("accuracy (%) with 95% Wilson interval", fontsize=10)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_ylim(-0.7, len(frame) - 0.3)
+        head = title or "Accuracy per combination" + (f" ({mode})" if mode else "")
+        sub = "\n".join(textwrap.wrap(", ".join(shared), 110))
+        ax.set_title(head + (f"\n{sub}" if sub else ""), fontsize=11)
+        return _save(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def plot_trigger_heatmap(
+    accuracy: pd.DataFrame,
+    path: str | os.PathLike[str],
+    *,
+    mode: str | None = "strict",
+    title: str | None = None,
+) -> Path:
+    """Heatmap of CoT triggers (rows) × datasets (columns); cells show accuracy (%) and n, pooled over the rest."""
+    plt = _pyplot()
+    import numpy as np
+
+    frame = accuracy if mode is None else accuracy[accuracy["mode"] == mode]
+    g = frame.groupby(["cot_trigger", "dataset"], dropna=False)[["correct", "n"]].sum()
+    acc = (100 * g["correct"] / g["n"]).unstack("dataset")
+    ns = g["n"].unstack("dataset")
+    rows, cols = list(acc.index), list(acc.columns)
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.3 * len(cols) + 3), max(2.5, 0.6 * len(rows) + 1.8)))
+    try:
+        data = acc.to_numpy(dtype=float) if len(rows) and len(cols) else np.zeros((0, 0))
+        im = ax.imshow(np.ma.masked_invalid(data), cmap="viridis", vmin=0, vmax=100, aspect="auto")
+        ax.set_xticks(range(len(cols)))
+        ax.set_xticklabels(cols, rotation=30, ha="right", fontsize=9)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([str(r) for r in rows], fontsize=9)
+        ax.set_xlabel("dataset", fontsize=10)
+        ax.set_ylabel("CoT trigger", fontsize=10)
+        for i in range(len(rows)):
+            for j in range(len(cols)):
+                v = data[i, j]
+                if v == v:
+                    color = "black" if v > 60 else "white"
+                    ax.text(j, i, f"{v:.1f}\nn={int(ns.iloc[i, j])}", ha="center", va="center", fontsize=8, color=color)
+        cbar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        cbar.set_label("accuracy (%)", fontsize=9)
+        ax.set_title(title or "Accuracy: CoT trigger × dataset" + (f" ({mode})" if mode else ""), fontsize=11)
+        return _save(fig, path)
+    finally:
+        plt.close(fig)
