@@ -83,7 +83,7 @@ def test_rationalization_prompts_hold_the_hint_training_examples_do_not(tiny_run
             assert "Target: " not in rec["prompt"] + rec["completion"]
 
 
-def test_only_rationales_ending_in_the_correct_answer_are_kept(tiny_run: tuple[Path, dict]) -> None:
+def test_tiny_run_kept_only_rationales_ending_in_the_correct_answer(tiny_run: tuple[Path, dict]) -> None:
     out, _ = tiny_run
     task = get_task("arithmetic", **TINY["task_options"])
     problems = {p.id: p for p in task.load("train", 0)}
@@ -107,7 +107,41 @@ def test_only_rationales_ending_in_the_correct_answer_are_kept(tiny_run: tuple[P
         assert all(c["author"] == "star" and c["star_iteration"] == n for c in cots)
         assert sum(c["rationalized"] for c in cots) == len(rat)
         assert {s["id"] for s in samples for c in s["generated_cot"] if c["kept_for_training"]} == expected
-    assert kept_total > 0, "the tiny run kept nothing: the filter test would be vacuous"
+    assert kept_total == summary_kept(out)
+
+
+def summary_kept(out: Path) -> int:
+    return sum(m.get("kept", 0) for m in read_json(out / "metrics.json")["iterations"])
+
+
+def test_filter_keeps_exactly_the_correct_rationales_without_hints(tmp_path: Path) -> None:
+    """The filter step on known texts (real task judge, no model): correct generations and correct
+    rationalizations of wrongly answered problems are kept, hints never reach the training set."""
+    run = StarRun(StarConfig.from_dict(TINY), tmp_path, show_progress=False)
+    task = run.task
+    train = task.load("train", 0)
+    right = {p.id: task.completion(p, p.rationale) for p in train}
+    wrong = {p.id: right[p.id].rsplit("\n", 1)[0] + f"\n{' '.join(str(int(p.answer) + 1))}" for p in train}
+    gen_texts = {p.id: right[p.id] if i < 2 else wrong[p.id] for i, p in enumerate(train)}
+    gen = {"rows": [{"id": p.id, "answer": p.answer, "prompt": task.prompt(p, task.exemplars(1)), "text": gen_texts[p.id],
+                     **run._judge(p, gen_texts[p.id])} for p in train], "stats": {}, "wall_s": 0.0}
+    rat_texts = {p.id: right[p.id] if i in (2, 3) else wrong[p.id] for i, p in enumerate(train) if i >= 2}
+    # a rationale that states the right answer but in a broken format is not kept either (strict)
+    rat_texts[train[3].id] = right[train[3].id].replace("</scratch>", "")
+    rat = {"rows": [{"id": i, "answer": p.answer, "prompt": task.prompt(p, task.exemplars(1), hint=True), "text": t,
+                     **run._judge(p, t)} for p in train for i, t in rat_texts.items() if i == p.id], "stats": {}, "wall_s": 0.0}
+    d = tmp_path / "iter_1"
+    d.mkdir()
+    records = run._dataset(1, d, train, gen, rat)
+    assert [r.id for r in records] == [train[0].id, train[1].id, train[2].id]
+    assert [r.rationalized for r in records] == [False, False, True]
+    for r, p in zip(records, train, strict=False):
+        assert r.prompt == f"Input:\n{p.question}\nTarget:\n" and r.completion == right[p.id]
+    assert all(r["prompt"].endswith(f"Target: {' '.join(r['answer'])}\n") for r in rat["rows"])
+    samples = read_json(d / "rationales.json")["arithmetic"]["train"]
+    kept = {s["id"] for s in samples for c in s["generated_cot"] if c["kept_for_training"]}
+    assert kept == {r.id for r in records}
+    assert (d / "train.jsonl").read_text().count("\n") == 3
 
 
 def test_resume_after_sigkill_mid_iteration(tmp_path: Path) -> None:
@@ -152,3 +186,37 @@ def test_resume_refuses_a_changed_config(tmp_path: Path) -> None:
     (out / "config.json").write_text(json.dumps(StarConfig.from_dict(TINY).model_dump(mode="json")))
     with pytest.raises(ConfigError, match="lr"):
         StarRun(StarConfig.from_dict({**TINY, "lr": 0.5}), out, resume=True, show_progress=False).run()
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_pseudo_labels_majority_replace_the_gold_answers(tmp_path: Path) -> None:
+    """Appendix H: the targets are majority answers of k samples; gold answers are only used for reporting."""
+    from collections import Counter
+
+    cfg = StarConfig.from_dict({**TINY, "iterations": 1, "pseudo_labels": {"mode": "majority", "k": 3, "temperature": 0.7},
+                                "task_options": {**TINY["task_options"], "n_train": 4, "n_test_per_digit": 1}})
+
+    def stop_after_generate(n: int, step: str) -> None:
+        if step == "generate":
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        StarRun(cfg, tmp_path, show_progress=False, on_step=stop_after_generate).run()
+    pl = read_json(tmp_path / "iter_1" / "pseudo_labels.json")["rows"]
+    assert len(pl) == 4
+    for r in pl:
+        assert sum(r["votes"].values()) <= 3
+        if r["votes"]:
+            top = max(r["votes"].values())
+            assert r["votes"][r["label"]] == top
+            assert r["label_correct"] == (int(r["label"]) == int(r["gold"]))
+        else:
+            assert r["label"] is None
+    labelled = {r["id"]: r["label"] for r in pl if r["label"] is not None}
+    gen = _rows(tmp_path / "iter_1" / "generate.json")
+    assert {g["id"] for g in gen} == set(labelled)  # unlabelled questions are left out
+    assert all(g["answer"] == labelled[g["id"]] for g in gen)  # judged against the pseudo-label
+    assert Counter(g["correct"] for g in gen)  # judged at all
