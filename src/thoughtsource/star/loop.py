@@ -73,6 +73,20 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _is_main_process() -> bool:
+    import os
+
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _barrier() -> None:
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
 class StarRun:
     """One run directory.  ``run()`` executes (or resumes) the whole loop."""
 
@@ -273,7 +287,9 @@ class StarRun:
             self._model = None  # free the generation model before training
             model, tok, stats = train(self.cfg, self.base_path, records, steps, d / "trainer",
                                       description=f"iter {n}: train", show_progress=self.show_progress)
-        save_checkpoint(model, tok, _checkpoint(self.out, n))
+        if _is_main_process():
+            save_checkpoint(model, tok, _checkpoint(self.out, n))
+        _barrier()  # under `accelerate launch` every rank waits for rank 0's checkpoint
         shutil.rmtree(d / "trainer", ignore_errors=True)
         stats["wall_s"] = round(time.perf_counter() - t0, 3)
         write_json(path, stats)
