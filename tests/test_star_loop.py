@@ -61,7 +61,7 @@ def test_tiny_arithmetic_run_completes(tiny_run: tuple[Path, dict]) -> None:
         assert m["kept"] == m["train_correct_before_rationalization"] + m["rationalization_correct"]
         if m["kept"]:
             assert m["steps"] == StarConfig.from_dict(TINY).steps.steps(n)
-    assert (out / "plots" / "accuracy.png").exists() and (out / "plots" / "per_group.png").exists()
+    assert all((out / "plots" / f).exists() for f in ("accuracy.png", "per_group.png", "train.png"))
     assert set(its[0]["test_accuracy_by_group"]) == {"1-digit"}
 
 

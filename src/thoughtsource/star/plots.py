@@ -41,6 +41,26 @@ def plot_run(summary: dict[str, Any], out: str | Path) -> list[Path]:
     fig.savefig(written[-1], dpi=120)
     plt.close(fig)
 
+    trained = [m for m in its if m["iteration"] > 0 and m.get("train_n")]
+    if trained:
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        tx = [m["iteration"] for m in trained]
+        ax.plot(tx, [m["train_accuracy_before_rationalization"] for m in trained], marker="o", label="train correct (no hint)")
+        ax.plot(tx, [m["train_accuracy_after_rationalization"] for m in trained], marker="s", label="after rationalization")
+        if any(m.get("rationalization_acceptance") is not None for m in trained):
+            ax.plot(tx, [m.get("rationalization_acceptance") for m in trained], marker="^", linestyle="--",
+                    label="rationalization acceptance")
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("share of training problems")
+        ax.set_ylim(0, 1)
+        ax.set_xticks(tx)
+        ax.legend(fontsize=7)
+        ax.set_title(_title(summary) + " — train set", fontsize=8)
+        fig.tight_layout()
+        written.append(out / "train.png")
+        fig.savefig(written[-1], dpi=120)
+        plt.close(fig)
+
     groups = sorted({g for m in its for g in m.get("test_accuracy_by_group", {})}, key=_group_key)
     if groups:
         fig, ax = plt.subplots(figsize=(5, 3.5))
