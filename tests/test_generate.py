@@ -225,6 +225,10 @@ def test_cli_generate_from_a_registered_dataset(shared_data: Path, tmp_path: Pat
     samples = json.loads(out.read_text())["gsm8k"]["test"]
     assert len(samples) == 20 and all(x["type"] == "number" for x in samples)
     for x in samples:
-        assert [g["cot_trigger"] for g in x["generated_cot"]] == ["kojima-01", "none"]
-        assert all(g["answers"][0]["answer_extraction"] == "kojima-numerals" for g in x["generated_cot"])
-        assert x["generated_cot"][0]["prompt_text"].endswith(f"{x['question'].strip()}\n\nAnswer: Let's think step by step.")
+        # the published zero-shot-CoT of Kojima et al. comes attached first; then ours, one per trigger
+        published = [g for g in x["generated_cot"] if g["author"] == "kojima"]
+        ours = [g for g in x["generated_cot"] if g["author"] != "kojima"]
+        assert len(published) == 1
+        assert [g["cot_trigger"] for g in ours] == ["kojima-01", "none"]
+        assert all(g["answers"][0]["answer_extraction"] == "kojima-numerals" for g in ours)
+        assert ours[0]["prompt_text"].endswith(f"{x['question'].strip()}\n\nAnswer: Let's think step by step.")

@@ -133,3 +133,17 @@ def test_few_shot_exemplars_are_seeded_and_exclude_the_target(annotated: Collect
     gold = "Yes" if without[0].answer[0] == "True" else "No"
     assert first.endswith(f"Therefore, the answer (Yes or No) is {gold}.")
     assert p.text.endswith(f"{target.question}\n\nAnswer: Let's think step by step.")
+
+
+def test_stage_two_chat_messages_continue_the_assistant_answer(annotated: Collection, fragments):
+    from thoughtsource.prompts.build import answer_prompt, cot_prompt
+
+    sample = next(x for _, _, x in annotated.samples() if x.type == "multiplechoice")
+    stage1 = cot_prompt(sample, fragments, None, "kojima-01")
+    assert stage1.messages() == ({"role": "user", "content": stage1.text.strip()},)
+    stage2 = answer_prompt(stage1, "First, ... so it is B.", fragments, "kojima-A-E")
+    user, assistant = stage2.messages()
+    assert user == {"role": "user", "content": stage1.text.strip()}
+    assert assistant["role"] == "assistant"
+    assert assistant["content"] == "First, ... so it is B.\nTherefore, among A through E, the answer is"
+    assert stage2.text.startswith(stage1.text) and stage2.text.endswith(assistant["content"])

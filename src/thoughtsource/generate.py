@@ -32,7 +32,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from .backends.base import Backend, Request
 from .errors import BackendError, ConfigError
 from .prompts import AUTO, Fragments, load_fragments
-from .prompts.build import Prompt, answer_prompt, chat_messages, cot_prompt, exemplar_candidates, resolve_extraction
+from .prompts.build import Prompt, answer_prompt, cot_prompt, exemplar_candidates, resolve_extraction
 from .schema import Answer, GeneratedCot, Sample
 from .store import CompletionStore, StoredCompletion, completion_key
 
@@ -220,10 +220,12 @@ def _stable_id(*parts: str) -> str:
     return str(uuid.UUID(hex=hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]))
 
 
-def _make_request(cfg: GenerateConfig, text: str, *, max_tokens: int, sampled: bool, sample_index: int, stop: Sequence[str]) -> Request:
+def _make_request(cfg: GenerateConfig, prompt: Prompt, *, max_tokens: int, sampled: bool, sample_index: int, stop: Sequence[str]) -> Request:
+    """A completion request; in chat mode stage 2 sends the CoT and the extraction phrase as the start of
+    the assistant's message, which the model continues (as a completion model continues the text)."""
     return Request(
-        prompt="" if cfg.chat else text,
-        messages=chat_messages(text) if cfg.chat else None,
+        prompt="" if cfg.chat else prompt.text,
+        messages=prompt.messages() if cfg.chat else None,
         max_tokens=max_tokens,
         temperature=cfg.temperature if sampled else 0.0,
         top_p=cfg.top_p if sampled else 1.0,
@@ -234,7 +236,7 @@ def _make_request(cfg: GenerateConfig, text: str, *, max_tokens: int, sampled: b
 
 
 def _answer_request(cfg: GenerateConfig, prompt: Prompt) -> Request:
-    return _make_request(cfg, prompt.text, max_tokens=cfg.answer_max_tokens, sampled=False, sample_index=0, stop=())
+    return _make_request(cfg, prompt, max_tokens=cfg.answer_max_tokens, sampled=False, sample_index=0, stop=())
 
 
 def plan(
@@ -262,7 +264,7 @@ def plan(
             for trigger in cfg.cot_trigger_keys:
                 prompt = cot_prompt(sample, fragments, instruction, trigger, exemplars=exemplars)
                 for i in range(cfg.n):
-                    request = _make_request(cfg, prompt.text, max_tokens=cfg.max_tokens, sampled=True, sample_index=i, stop=cfg.stop)
+                    request = _make_request(cfg, prompt, max_tokens=cfg.max_tokens, sampled=True, sample_index=i, stop=cfg.stop)
                     units.append(CotUnit(dataset, split, sample, instruction, trigger, i, prompt, request,
                                          completion_key(identity, request), extractions))
     return units

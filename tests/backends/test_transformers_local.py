@@ -131,3 +131,18 @@ def test_gpu_modes_agree_and_sample_reproducibly(cot_request, gsm8k_questions: l
     gen = by_mode["generate"]
     assert [c.text for c in gen.complete_sync(sampled)] == [c.text for c in gen.complete_sync(sampled)]
     assert by_mode["continuous"].mode == "continuous" and TransformersBackend("embedded", device="cuda").mode == "continuous"
+
+
+def test_a_final_assistant_message_is_continued(backend: TransformersBackend, embedded_model):
+    """Stage 2 in chat mode: the CoT and the extraction phrase start the assistant's message; the model continues it."""
+    tok = embedded_model[1]
+    messages = (
+        {"role": "user", "content": "Q: What is 2 + 3?\nLet's think step by step."},
+        {"role": "assistant", "content": "2 + 3 = 5.\nTherefore, the answer (arabic numerals) is"},
+    )
+    req = Request(messages=messages, max_tokens=6)
+    out = backend.complete_sync([req])[0]
+    rendered = tok.apply_chat_template(list(messages), continue_final_message=True, add_generation_prompt=False, tokenize=False)
+    assert rendered.rstrip().endswith("the answer (arabic numerals) is")  # no end-of-turn, no new assistant header
+    assert out.prompt_tokens == len(tok(rendered, add_special_tokens=False)["input_ids"])
+    assert "5" in out.text

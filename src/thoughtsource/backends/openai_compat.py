@@ -77,6 +77,12 @@ class OpenAIOptions(BaseModel):
     extra_body: dict[str, Any] = Field(
         default_factory=dict, description="Extra JSON fields sent with every request (e.g. top_k, repetition_penalty)."
     )
+    prefill_params: bool = Field(
+        default=False,
+        description="When a chat request ends with an assistant message (the start of the answer, continued by the model), "
+        "also send vLLM's continue_final_message=true / add_generation_prompt=false. llama.cpp and serve-model continue a "
+        "final assistant message without them; hosted APIs may reject unknown fields.",
+    )
 
     @field_validator("base_url", mode="before")
     @classmethod
@@ -262,6 +268,9 @@ class OpenAIBackend:
         use_chat = o.api == "chat" or (o.api == "auto" and request.messages)
         if use_chat:
             body["messages"] = list(request.messages) if request.messages else [{"role": "user", "content": request.prompt}]
+            if o.prefill_params and request.messages and request.messages[-1].get("role") == "assistant":
+                body.setdefault("continue_final_message", True)
+                body.setdefault("add_generation_prompt", False)
             return "/chat/completions", body
         if request.messages:
             raise ConfigError(f"backend openai: api='completions' cannot send chat messages (model {o.model})")

@@ -257,7 +257,11 @@ class TransformersBackend:
     def _row(self, request: Request) -> _Row:
         tok = self._tokenizer
         if request.messages:
-            text = tok.apply_chat_template(list(request.messages), add_generation_prompt=True, tokenize=False)
+            # A final assistant message is the start of the answer: the model continues it.
+            prefill = request.messages[-1].get("role") == "assistant"
+            text = tok.apply_chat_template(
+                list(request.messages), add_generation_prompt=not prefill, continue_final_message=prefill, tokenize=False
+            )
             ids = tok(text, add_special_tokens=False)["input_ids"]
         else:
             text = request.prompt

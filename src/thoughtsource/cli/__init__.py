@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "thoughtsource.cli.web",
     "thoughtsource.cli.model_server",
     "thoughtsource.cli.demo",
+    "thoughtsource.cli.star",
 ]
 
 _state = {"debug": False}

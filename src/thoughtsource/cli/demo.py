@@ -84,35 +84,29 @@ def demo(
     if report.errors:
         console.print(f"[yellow]{report.errors} generation request(s) failed[/]; evaluating the rest", highlight=False)
 
-    try:
-        from ..evaluate import evaluate, evaluate_frame
-    except ImportError:
-        evaluate = None  # the evaluation module is not installed in this build
-    plot_path = None
-    if evaluate is not None:
-        result = evaluate_frame(collection)
-        evaluate(collection, out_dir=out, warn=False)
-        from rich.table import Table
+    from rich.table import Table
 
-        table = Table(title=f"Accuracy of SmolLM2-135M-Instruct on {source}")
-        for col in ("CoT trigger", "answer extraction", "n", "accuracy", "95% CI"):
-            table.add_column(col, justify="right" if col in ("n", "accuracy", "95% CI") else "left")
-        acc = result.accuracy[result.accuracy["mode"] == "strict"]
-        for _, r in acc.iterrows():
-            table.add_row(str(r["cot_trigger"]), str(r["answer_extraction"]), str(r["n"]), f"{100 * r['accuracy']:.1f}%",
-                          f"{100 * r['ci_low']:.0f}-{100 * r['ci_high']:.0f}%")
-        console.print(table)
-        from ..plots import plot_accuracy
+    from ..evaluate import evaluate, evaluate_frame
+    from ..plots import plot_accuracy
 
-        plot_path = plot_accuracy(result.accuracy, out / "accuracy.png", title="SmolLM2-135M-Instruct: accuracy per CoT trigger")
-    else:
-        console.print("evaluation skipped: thoughtsource.evaluate is not available")
+    result = evaluate_frame(collection)
+    evaluate(collection, out_dir=out, warn=False)
+    table = Table(title=f"Accuracy on {source} (strict extraction)")
+    for col in ("model", "CoT trigger", "answer extraction", "n", "accuracy", "95% CI"):
+        table.add_column(col, justify="right" if col in ("n", "accuracy", "95% CI") else "left")
+    acc = result.accuracy[result.accuracy["mode"] == "strict"]
+    for _, r in acc.iterrows():
+        table.add_row(str(r["model"]), str(r["cot_trigger"]), str(r["answer_extraction"]), str(r["n"]),
+                      f"{100 * r['accuracy']:.1f}%", f"{100 * r['ci_low']:.0f}-{100 * r['ci_high']:.0f}%")
+    console.print(table)
+    plot_path = plot_accuracy(result.accuracy, out / "accuracy.png", title=f"Accuracy per model and CoT trigger on {source}")
     collection.dump(out / "demo.json")
     x = next(s for _, _, s in collection.samples())
     for g in x.generated_cot:
-        console.print(f"\n[bold]{g.cot_trigger}[/] on {x.id}: {g.cot[:300]!r}\n  → answer: {g.answers[0].answer!r}", highlight=False)
-    console.print(f"\nwrote {out / 'demo.json'}" + (f", {plot_path}" if plot_path else "") + f" in {time.monotonic() - t0:.0f} s",
-                  highlight=False)
+        model = g.model.get("name") if isinstance(g.model, dict) else g.model
+        console.print(f"\n[bold]{model} / {g.cot_trigger}[/] on {x.id}: {g.cot[:300]!r}\n  → answer: {g.answers[0].answer!r}",
+                      highlight=False)
+    console.print(f"\nwrote {out / 'demo.json'}, {plot_path} in {time.monotonic() - t0:.0f} s", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

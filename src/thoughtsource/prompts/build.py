@@ -34,10 +34,22 @@ LETTERS = string.ascii_uppercase
 
 @dataclass(frozen=True)
 class Prompt:
-    """A rendered prompt: the template it follows and the full text."""
+    """A rendered prompt: the template it follows and the full text.
+
+    ``user`` is the part a chat model gets as the user's message when the rest of ``text`` is the
+    start of its own answer (stage 2: the generated CoT and the answer-extraction phrase), which the
+    model then continues; empty when all of ``text`` is the user's message.
+    """
 
     template: str
     text: str
+    user: str = ""
+
+    def messages(self) -> tuple[dict[str, str], ...]:
+        """Chat messages: the user's message, then (stage 2) the assistant's answer so far, to be continued."""
+        if not self.user:
+            return chat_messages(self.text)
+        return (*chat_messages(self.user), {"role": "assistant", "content": self.text[len(self.user):].strip()})
 
 
 def format_choices(choices: Sequence[str]) -> str:
@@ -145,7 +157,7 @@ def cot_prompt(
 def answer_prompt(stage1: Prompt, cot: str, fragments: Fragments, answer_extraction: str) -> Prompt:
     """Stage 2: the stage-1 prompt, the generated CoT and the answer-extraction prompt."""
     template = ANSWER_TEMPLATE_FEW_SHOT if stage1.template == COT_TEMPLATE_FEW_SHOT else ANSWER_TEMPLATE
-    return Prompt(template, f"{_join(stage1.text, cot.strip())}\n{fragments.answer_extraction(answer_extraction)}")
+    return Prompt(template, f"{_join(stage1.text, cot.strip())}\n{fragments.answer_extraction(answer_extraction)}", user=stage1.text)
 
 
 def chat_messages(text: str) -> tuple[dict[str, str], ...]:

@@ -1,0 +1,12 @@
+#!/bin/bash
+# Extend the three runs of launch.sh from 4 to 6 iterations (--resume: finished steps are kept).
+cd /work/wt/star
+COMMON="--task arithmetic --model embedded --digits 1-3 --n-train 60 --n-test 8 --iterations 6 --fewshot-k 2 --steps-first 16 --warmup-steps 4 --batch-size 8 --lr 1e-4 --gen-batch-size 16 --seed 0"
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONPATH=src
+( while kill -0 "$(cat star_runs/norat.pid)" 2>/dev/null; do sleep 5; done; exec /work/venv/bin/python -m thoughtsource star run $COMMON --no-rationalization --out star_runs/norat --resume >> star_runs/norat.log 2>&1 ) &
+echo $! > star_runs/norat6.pid
+( while kill -0 "$(cat star_runs/direct.pid)" 2>/dev/null; do sleep 5; done; exec /work/venv/bin/python -m thoughtsource star run $COMMON --baseline direct --out star_runs/direct --resume >> star_runs/direct.log 2>&1 ) &
+echo $! > star_runs/direct6.pid
+( while kill -0 "$(cat star_runs/star_more.pid)" 2>/dev/null; do sleep 5; done
+  exec /work/venv/bin/python -m thoughtsource star run $COMMON --out star_runs/star --resume >> star_runs/star.log 2>&1 ) &
+echo $! > star_runs/star6.pid

@@ -1,0 +1,139 @@
+"""StarConfig: everything one STaR run needs, validated at the edge (pydantic, ``extra="forbid"``).
+
+The resolved config is written next to the outputs (``OUT/config.json``); ``--resume`` refuses to
+continue a run whose config changed in a way that changes its results.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import ConfigError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StepSchedule(_Strict):
+    """Training steps of the inner loop per outer iteration.
+
+    The paper: 40 steps at the first iteration, +20% each iteration, after a learning-rate warm-up
+    (``growth="multiplicative"``); for arithmetic with rationalization also 300 steps + 20 per
+    iteration (``growth="additive"``, ``first=300``, ``increase=20``).  The published code's default
+    gave 0 steps; here every iteration trains at least ``first >= 1`` steps (a test checks it).
+    """
+
+    first: int = Field(40, ge=1, description="steps at iteration 1")
+    growth: Literal["multiplicative", "additive"] = "multiplicative"
+    increase: float = Field(0.2, ge=0, description="fraction (multiplicative) or steps (additive) added per iteration")
+    max_steps: int | None = Field(None, ge=1, description="cap (the paper capped GSM8K at iteration 30)")
+    warmup_steps: int = Field(10, ge=0, description="linear learning-rate warm-up, then constant")
+
+    def steps(self, iteration: int) -> int:
+        """Steps for 1-based ``iteration``; never below 1."""
+        if iteration < 1:
+            raise ConfigError(f"iterations are numbered from 1, got {iteration}")
+        n = iteration - 1
+        if self.growth == "multiplicative":
+            raw = self.first * (1.0 + self.increase) ** n
+        else:
+            raw = self.first + self.increase * n
+        steps = max(1, math.ceil(raw - 1e-9))
+        if self.max_steps is not None:
+            steps = min(steps, self.max_steps)
+        return steps
+
+
+class GenerationOptions(_Strict):
+    """How rationales are generated: the local transformers backend or an OpenAI-compatible server."""
+
+    backend: Literal["transformers", "openai"] = "transformers"
+    batch_size: int = Field(16, ge=1)
+    max_new_tokens: int | None = Field(None, ge=1, description="None: the task's default")
+    temperature: float = Field(0.0, ge=0)
+    base_url: str | None = Field(None, description="OpenAI-compatible server (vLLM) for backend='openai'")
+    served_model: str | None = Field(None, description="model name on the server; the server must serve each iteration's checkpoint")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    options: dict[str, Any] = Field(default_factory=dict, description="extra keyword options for the backend")
+
+
+class PseudoLabels(_Strict):
+    """Appendix H: questions without gold answers get the majority answer of k sampled rationales."""
+
+    mode: Literal["none", "majority"] = "none"
+    k: int = Field(5, ge=1)
+    temperature: float = Field(0.7, gt=0)
+
+
+class LoraOptions(_Strict):
+    enabled: bool = False
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.0, ge=0, lt=1)
+    target_modules: list[str] | str = "all-linear"
+
+
+class StarConfig(_Strict):
+    model: str = Field("embedded", description='"embedded" (SmolLM2-135M-Instruct) or a transformers model folder')
+    task: str = Field("arithmetic", description="arithmetic, gsm8k, commonsense_qa, a registered dataset or a ThoughtSource file")
+    task_options: dict[str, Any] = Field(default_factory=dict, description="task keyword options (digits, n_train, n_test, split names...)")
+    iterations: int = Field(3, ge=0, description="outer loops; 0 = evaluate the base model few-shot only")
+    baseline: Literal["star", "direct", "fewshot"] = Field("star", description="star; direct: fine-tune on answers without rationales; fewshot: no training")
+    rationalization: bool = True
+    fewshot_k: int = Field(3, ge=0, description="few-shot exemplars per prompt")
+    fewshot_after_training: bool = Field(True, description="keep the few-shot prompt when generating with fine-tuned models (the paper's default)")
+    pseudo_labels: PseudoLabels = Field(default_factory=PseudoLabels)
+    steps: StepSchedule = Field(default_factory=StepSchedule)
+    batch_size: int = Field(8, ge=1, description="training batch size per device")
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    lr: float = Field(1e-5, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    max_seq_len: int = Field(1024, ge=16)
+    bf16: bool = Field(False, description="bf16 training (GPU)")
+    lora: LoraOptions = Field(default_factory=LoraOptions)
+    seed: int = 0
+    generation: GenerationOptions = Field(default_factory=GenerationOptions)
+    keep_checkpoints: bool = Field(True, description="False: delete iteration N-1's checkpoint once iteration N is trained")
+
+    @model_validator(mode="after")
+    def _check(self) -> StarConfig:
+        if self.baseline == "direct" and self.pseudo_labels.mode != "none":
+            raise ValueError("pseudo-labels need rationales: not with baseline 'direct'")
+        return self
+
+    # ------------------------------------------------------------------ io
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, path: str | None = None) -> StarConfig:
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            problems = [f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in e.errors()]
+            raise ConfigError("invalid STaR config", path=path, problems=problems) from None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> StarConfig:
+        import yaml
+
+        p = Path(path)
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except FileNotFoundError:
+            raise ConfigError("config file not found", path=str(p)) from None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"invalid YAML: {e}", path=str(p)) from None
+        if not isinstance(data, dict):
+            raise ConfigError("expected a mapping of options", path=str(p))
+        return cls.from_dict(data, path=str(p))
+
+    def result_fields(self) -> dict[str, Any]:
+        """The fields that change results (everything but iterations/keep_checkpoints): compared on resume."""
+        d = self.model_dump(mode="json")
+        for k in ("iterations", "keep_checkpoints"):
+            d.pop(k)
+        d["generation"].pop("batch_size")
+        return d

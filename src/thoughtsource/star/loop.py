@@ -1,0 +1,424 @@
+"""The STaR outer loop (Algorithm 1 of Zelikman et al., 2022), top to bottom.
+
+    M_0 = M
+    for n in 1..N:
+        (r_i, y_i)         = M_{n-1}(x_i)                 generate     -> iter_n/generate.json
+        (r_i^rat, y_i^rat) = M_{n-1}(add_hint(x_i, y_i))  rationalize  -> iter_n/rationalize.json   (wrong ones only)
+        D_n     = {(x_i, r_i, y_i)     | y_i correct}
+        D_n^rat = {(x_i, r_i^rat, y_i) | y_i wrong, y_i^rat correct}                -> iter_n/train.jsonl, rationales.json
+        M_n     = train(M, D_n ∪ D_n^rat)                 from the ORIGINAL M  -> iter_n/checkpoint/
+        test accuracy of M_n                                                        -> iter_n/test.json, metrics.json
+
+``iter_0`` holds the few-shot evaluation of the base model.  Every step's artifact is written
+atomically (temp file + rename); a step whose artifact exists is done, so ``resume=True`` continues
+from the last complete step and never redoes a finished one.
+
+Baselines in the same loop: ``baseline="fewshot"`` (iteration 0 only), ``baseline="direct"``
+(fine-tune on question → answer, no rationales), ``rationalization=False`` (STaR without
+rationalization).  ``pseudo_labels.mode="majority"``: the targets are the majority answers of k
+sampled rationales (Appendix H), for questions without gold answers.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..io import atomic_write, read_json, write_json
+from .config import StarConfig
+from .generation import Generator, GenStats
+from .tasks import Problem, Task, TrainingRecord, get_task
+
+log = logging.getLogger(__name__)
+
+AUTHOR = "star"
+
+
+# --------------------------------------------------------------------------- small helpers
+def _iter_dir(out: Path, n: int) -> Path:
+    return out / f"iter_{n}"
+
+
+def _checkpoint(out: Path, n: int) -> Path:
+    return _iter_dir(out, n) / "checkpoint"
+
+
+def _has_checkpoint(out: Path, n: int) -> bool:
+    return (_checkpoint(out, n) / "config.json").exists()
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    with atomic_write(path) as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _acc(k: int, n: int) -> float | None:
+    return round(k / n, 4) if n else None
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _is_main_process() -> bool:
+    import os
+
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _barrier() -> None:
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+class StarRun:
+    """One run directory.  ``run()`` executes (or resumes) the whole loop."""
+
+    def __init__(self, cfg: StarConfig, out: str | Path, *, resume: bool = False, show_progress: bool = True,
+                 on_step: Callable[[int, str], None] | None = None) -> None:
+        self.cfg = cfg
+        self.out = Path(out)
+        self.resume = resume
+        self.show_progress = show_progress
+        self.on_step = on_step  # called after each finished step (tests, benchmarks)
+        self.task: Task = get_task(cfg.task, **cfg.task_options)
+        self._model: tuple[int, Any, Any] | None = None  # (iteration, model, tokenizer) held in memory
+        self._base_path: str | None = None
+        self.done_steps: list[tuple[int, str]] = []  # steps computed (not loaded) in this process
+
+    # ------------------------------------------------------------------ set-up
+    def _prepare_out(self) -> None:
+        cfg_path = self.out / "config.json"
+        if cfg_path.exists():
+            if not self.resume:
+                raise ConfigError(f"{self.out} already holds a STaR run: pass --resume to continue it, or another --out")
+            old = StarConfig.from_dict(read_json(cfg_path), path=str(cfg_path))
+            a, b = old.result_fields(), self.cfg.result_fields()
+            diffs = [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+            if diffs:
+                raise ConfigError("the run's config changed; these options change results, so it cannot resume",
+                                  path=str(cfg_path), problems=diffs)
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_json(cfg_path, self.cfg.model_dump(mode="json"))
+
+    @property
+    def base_path(self) -> str:
+        if self._base_path is None:
+            from ..embedded import resolve_model
+
+            self._base_path = resolve_model(self.cfg.model)
+        return self._base_path
+
+    def _model_path(self, n: int) -> str:
+        """Weights of M_n: the base model for n == 0 (and for every 'fewshot' evaluation)."""
+        return self.base_path if n == 0 else str(_checkpoint(self.out, n))
+
+    def _generator(self, n: int) -> Generator:
+        if self.cfg.generation.backend == "openai":
+            return Generator(self.cfg, self._model_path(n), show_progress=self.show_progress)
+        if self._model is None or self._model[0] != n:
+            from ..embedded import load_model
+
+            model, tok = load_model(self._model_path(n))
+            self._model = (n, model, tok)
+        _, model, tok = self._model
+        return Generator(self.cfg, self._model_path(n), model=model, tokenizer=tok, show_progress=self.show_progress)
+
+    def _step_done(self, n: int, step: str) -> None:
+        self.done_steps.append((n, step))
+        log.info("iteration %d: %s done", n, step)
+        if self.on_step is not None:
+            self.on_step(n, step)
+
+    # ------------------------------------------------------------------ prompts
+    @property
+    def direct(self) -> bool:
+        return self.cfg.baseline == "direct"
+
+    def _exemplars(self, n: int) -> list[Problem]:
+        if self.cfg.fewshot_k == 0 or (n > 0 and not self.cfg.fewshot_after_training):
+            return []
+        return self.task.exemplars(self.cfg.fewshot_k)
+
+    def _complete(self, gen: Generator, problems: list[Problem], n: int, *, hint: bool, description: str,
+                  stats: GenStats, temperature: float | None = None, samples: int = 1) -> list[list[str]]:
+        ex = self._exemplars(n)
+        prompts = [self.task.prompt(p, ex, hint=hint, direct=self.direct) for p in problems]
+        g = self.cfg.generation
+        max_tokens = [g.max_new_tokens or self.task.max_new_tokens(p, direct=self.direct) for p in problems]
+        temp = g.temperature if temperature is None else temperature
+        outs = gen.complete(prompts, max_tokens, stop=self.task.stop, temperature=temp, n=samples,
+                            seed=self.cfg.seed * 1_000_003 + n, description=description, stats=stats)
+        return [[self.task.trim(c.text) for c in cs] for cs in outs]
+
+    def _judge(self, p: Problem, text: str) -> dict[str, Any]:
+        return {"predicted": self.task.predicted_answer(p, text, direct=self.direct),
+                "correct": bool(self.task.is_correct(p, text, direct=self.direct))}
+
+    def _same_answer(self, p: Problem, label: str) -> bool:
+        """Whether a (pseudo-)label equals the gold answer, judged by the task's own strict check."""
+        return bool(self.task.is_correct(p, self.task.completion(p.with_answer(label), None), direct=True))
+
+    # ------------------------------------------------------------------ steps
+    def _pseudo_labels(self, n: int, d: Path, train: list[Problem]) -> list[Problem]:
+        """Appendix H: the majority answer of k sampled rationales replaces the gold answer."""
+        path = d / "pseudo_labels.json"
+        pl = self.cfg.pseudo_labels
+        if not path.exists():
+            stats = GenStats()
+            t0 = time.perf_counter()
+            texts = self._complete(self._generator(n - 1), train, n - 1, hint=False, description=f"iter {n}: sample x{pl.k}",
+                                   stats=stats, temperature=pl.temperature, samples=pl.k)
+            rows = []
+            for p, samples in zip(train, texts, strict=True):
+                preds = [self.task.predicted_answer(p, t, direct=self.direct) for t in samples]
+                votes = Counter(x for x in preds if x is not None)
+                # deterministic tie-break: most votes, then first seen
+                label = max(votes, key=lambda a: (votes[a], -preds.index(a))) if votes else None
+                rows.append({"id": p.id, "label": label, "votes": dict(votes), "gold": p.answer,
+                             "label_correct": label is not None and self._same_answer(p, label)})
+            write_json(path, {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3)})
+            self._step_done(n, "pseudo_labels")
+        rows = read_json(path)["rows"]
+        labels = {r["id"]: r["label"] for r in rows}
+        return [p.with_answer(str(labels[p.id])) for p in train if labels.get(p.id) is not None]
+
+    def _generate(self, n: int, d: Path, train: list[Problem], *, hint: bool) -> dict[str, Any]:
+        name = "rationalize" if hint else "generate"
+        path = d / f"{name}.json"
+        if path.exists():
+            return read_json(path)
+        stats = GenStats()
+        t0 = time.perf_counter()
+        texts = self._complete(self._generator(n - 1), train, n - 1, hint=hint, description=f"iter {n}: {name}", stats=stats)
+        ex = self._exemplars(n - 1)
+        rows = []
+        for p, (text,) in zip(train, texts, strict=True):
+            rows.append({"id": p.id, "answer": p.answer, "prompt": self.task.prompt(p, ex, hint=hint, direct=self.direct),
+                         "text": text, **self._judge(p, text)})
+        result = {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3)}
+        write_json(path, result)
+        self._step_done(n, name)
+        return result
+
+    def _dataset(self, n: int, d: Path, train: list[Problem], gen: dict[str, Any] | None,
+                 rat: dict[str, Any] | None) -> list[TrainingRecord]:
+        path = d / "train.jsonl"
+        if path.exists():
+            return [TrainingRecord(**r) for r in _read_jsonl(path)]
+        records: list[TrainingRecord] = []
+        if self.direct:
+            records = [self.task.training_record(p, None) for p in train]
+        else:
+            assert gen is not None
+            by_id = {p.id: p for p in train}
+            rat_rows = {r["id"]: r for r in (rat or {"rows": []})["rows"]}
+            for row in gen["rows"]:
+                p = by_id[row["id"]]
+                if row["correct"]:
+                    records.append(self.task.training_record(p, row["text"]))
+                elif row["id"] in rat_rows and rat_rows[row["id"]]["correct"]:
+                    records.append(self.task.training_record(p, rat_rows[row["id"]]["text"], rationalized=True))
+            self._write_rationales(n, d, train, gen, rat)
+        _write_jsonl(path, [r.to_dict() for r in records])
+        self._step_done(n, "dataset")
+        return records
+
+    def _write_rationales(self, n: int, d: Path, train: list[Problem], gen: dict[str, Any], rat: dict[str, Any] | None) -> None:
+        """Every rationale of this iteration as ThoughtSource ``generated_cot`` (author "star")."""
+        from ..schema import Answer, GeneratedCot, Sample
+
+        model = self._model_path(n - 1)
+        date = _now()
+        by_id = {p.id: p for p in train}
+        rat_rows = {r["id"]: r for r in (rat or {"rows": []})["rows"]}
+        samples = []
+        for row in gen["rows"]:
+            p = by_id[row["id"]]
+            cots = []
+            for kind, r in (("generate", row), ("rationalize", rat_rows.get(row["id"]))):
+                if r is None:
+                    continue
+                rationalized = kind == "rationalize"
+                kept = bool(r["correct"])  # rationalization only ran on problems answered wrongly
+                cots.append(GeneratedCot(
+                    id=f"star-iter{n}-{kind}", prompt_text=r["prompt"], cot=r["text"], author=AUTHOR, date=date,
+                    api_service=self.cfg.generation.backend, model=model,
+                    answers=[Answer(id=f"star-iter{n}-{kind}-strict", answer_extraction="strict", answer=r["predicted"],
+                                    correct_answer=bool(r["correct"]))],
+                    star_iteration=n, rationalized=rationalized, kept_for_training=kept,
+                ))
+            samples.append(Sample(id=p.id, question=p.question, type=p.type, choices=list(p.choices),  # type: ignore[arg-type]
+                                  answer=[p.answer], cot=[p.rationale] if p.rationale else [],
+                                  context=p.meta.get("context", ""), generated_cot=cots))
+        write_json(d / "rationales.json", {self.task.name: {"train": [s.to_dict() for s in samples]}})
+
+    def _train(self, n: int, d: Path, records: list[TrainingRecord]) -> dict[str, Any]:
+        path = d / "train_stats.json"
+        if path.exists() and _has_checkpoint(self.out, n):
+            return read_json(path)
+        from .train import save_checkpoint, train
+
+        steps = self.cfg.steps.steps(n)
+        t0 = time.perf_counter()
+        if not records:
+            log.warning("iteration %d: no correct rationales to train on; M_%d = the base model", n, n)
+            from ..embedded import load_model
+
+            model, tok = load_model(self.base_path)
+            stats: dict[str, Any] = {"steps": 0, "examples": 0, "note": "no training data: the base model is kept"}
+        else:
+            self._model = None  # free the generation model before training
+            model, tok, stats = train(self.cfg, self.base_path, records, steps, d / "trainer",
+                                      description=f"iter {n}: train", show_progress=self.show_progress)
+        if _is_main_process():
+            save_checkpoint(model, tok, _checkpoint(self.out, n))
+        _barrier()  # under `accelerate launch` every rank waits for rank 0's checkpoint
+        shutil.rmtree(d / "trainer", ignore_errors=True)
+        stats["wall_s"] = round(time.perf_counter() - t0, 3)
+        write_json(path, stats)
+        model.eval()
+        self._model = (n, model, tok)
+        if not self.cfg.keep_checkpoints and n > 1:
+            shutil.rmtree(_checkpoint(self.out, n - 1), ignore_errors=True)
+        self._step_done(n, "train")
+        return stats
+
+    def _evaluate(self, n: int, d: Path, test: list[Problem]) -> dict[str, Any]:
+        path = d / "test.json"
+        if path.exists():
+            return read_json(path)
+        stats = GenStats()
+        t0 = time.perf_counter()
+        texts = self._complete(self._generator(n), test, n, hint=False, description=f"iter {n}: test", stats=stats)
+        rows = [{"id": p.id, "group": self.task.groups(p), "answer": p.answer, "text": t, **self._judge(p, t)}
+                for p, (t,) in zip(test, texts, strict=True)]
+        result = {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3)}
+        write_json(path, result)
+        self._step_done(n, "test")
+        return result
+
+    # ------------------------------------------------------------------ metrics
+    def _metrics(self, n: int, train: list[Problem], gen: dict[str, Any] | None, rat: dict[str, Any] | None,
+                 records: list[TrainingRecord] | None, train_stats: dict[str, Any] | None, test: dict[str, Any]) -> dict[str, Any]:
+        rows = test["rows"]
+        groups: dict[str, list[bool]] = {}
+        for r in rows:
+            if r["group"] is not None:
+                groups.setdefault(r["group"], []).append(r["correct"])
+        m: dict[str, Any] = {
+            "iteration": n,
+            "model": self._model_path(n),
+            "test_n": len(rows),
+            "test_correct": sum(r["correct"] for r in rows),
+            "test_accuracy": _acc(sum(r["correct"] for r in rows), len(rows)),
+            "test_accuracy_by_group": {g: _acc(sum(v), len(v)) for g, v in sorted(groups.items())},
+            "timings_s": {"test": test["wall_s"]},
+        }
+        if n > 0:
+            correct = sum(r["correct"] for r in gen["rows"]) if gen else None
+            rat_ok = sum(r["correct"] for r in rat["rows"]) if rat else 0
+            m.update({
+                "train_n": len(train),
+                "train_correct_before_rationalization": correct,
+                "train_accuracy_before_rationalization": _acc(correct, len(train)) if correct is not None else None,
+                "rationalization_attempted": len(rat["rows"]) if rat else 0,
+                "rationalization_correct": rat_ok,
+                "rationalization_acceptance": _acc(rat_ok, len(rat["rows"])) if rat else None,
+                "train_accuracy_after_rationalization": _acc((correct or 0) + rat_ok, len(train)) if correct is not None else None,
+                "kept": len(records or []),
+                "kept_rationalized": sum(r.rationalized for r in records or []),
+                "steps": (train_stats or {}).get("steps"),
+                "train_loss": (train_stats or {}).get("train_loss"),
+            })
+            m["timings_s"].update({"generate": gen["wall_s"] if gen else 0.0, "rationalize": rat["wall_s"] if rat else 0.0,
+                                   "train": (train_stats or {}).get("wall_s", 0.0)})
+            m["generation_tokens_per_s"] = gen["stats"]["tokens_per_s"] if gen else None
+            if gen and self.task.groups(train[0]) is not None:
+                by_g: dict[str, list[int]] = {}
+                gmap = {p.id: self.task.groups(p) for p in train}
+                rmap = {r["id"]: r["correct"] for r in (rat or {"rows": []})["rows"]}
+                for r in gen["rows"]:
+                    v = by_g.setdefault(gmap[r["id"]], [0, 0, 0])
+                    v[0] += 1
+                    v[1] += r["correct"]
+                    v[2] += bool(rmap.get(r["id"]))
+                m["train_by_group"] = {g: {"n": v[0], "correct": v[1], "rationalized_correct": v[2]} for g, v in sorted(by_g.items())}
+        return m
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> dict[str, Any]:
+        self._prepare_out()
+        cfg = self.cfg
+        train_all = self.task.load("train", cfg.seed) if cfg.baseline != "fewshot" else []
+        test = self.task.load("test", cfg.seed)
+        all_metrics: list[dict[str, Any]] = []
+
+        d0 = _iter_dir(self.out, 0)
+        if not (d0 / "metrics.json").exists():
+            m0 = self._metrics(0, [], None, None, None, None, self._evaluate(0, d0, test))
+            write_json(d0 / "metrics.json", m0)
+        all_metrics.append(read_json(d0 / "metrics.json"))
+
+        n_iter = 0 if cfg.baseline == "fewshot" else cfg.iterations
+        for n in range(1, n_iter + 1):
+            d = _iter_dir(self.out, n)
+            if (d / "metrics.json").exists():
+                all_metrics.append(read_json(d / "metrics.json"))
+                continue
+            d.mkdir(parents=True, exist_ok=True)
+            train = train_all
+            if cfg.pseudo_labels.mode == "majority":
+                train = self._pseudo_labels(n, d, train_all)
+            gen = rat = None
+            if not self.direct:
+                gen = self._generate(n, d, train, hint=False)
+                if cfg.rationalization:
+                    by_id = {p.id: p for p in train}
+                    wrong = [by_id[r["id"]] for r in gen["rows"] if not r["correct"]]
+                    rat = self._generate(n, d, wrong, hint=True)
+            records = self._dataset(n, d, train, gen, rat)
+            train_stats = self._train(n, d, records)
+            test_res = self._evaluate(n, d, test)
+            m = self._metrics(n, train, gen, rat, records, train_stats, test_res)
+            if cfg.pseudo_labels.mode == "majority":
+                rows = read_json(d / "pseudo_labels.json")["rows"]
+                m["pseudo_labels"] = {"labelled": sum(r["label"] is not None for r in rows), "n": len(rows),
+                                      "label_accuracy": _acc(sum(bool(r["label_correct"]) for r in rows), len(rows))}
+            write_json(d / "metrics.json", m)
+            all_metrics.append(m)
+            self._write_summary(all_metrics)
+        summary = self._write_summary(all_metrics)
+        return summary
+
+    def _write_summary(self, all_metrics: list[dict[str, Any]]) -> dict[str, Any]:
+        summary = {"config": self.cfg.model_dump(mode="json"), "iterations": all_metrics}
+        write_json(self.out / "metrics.json", summary)
+        try:
+            from .plots import plot_run
+
+            plot_run(summary, self.out)
+        except Exception as e:  # plotting never breaks a run
+            log.warning("plots not written: %s", e)
+        return summary
+
+
+def run_star(cfg: StarConfig, out: str | Path, *, resume: bool = False, show_progress: bool = True) -> dict[str, Any]:
+    """Run (or resume) STaR; returns ``{"config": ..., "iterations": [metrics per iteration]}``."""
+    return StarRun(cfg, out, resume=resume, show_progress=show_progress).run()

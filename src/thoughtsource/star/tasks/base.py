@@ -1,0 +1,102 @@
+"""The task contract of the STaR loop.
+
+A task turns problems into prompts (with or without the rationalization hint), judges generated
+text (via :mod:`thoughtsource.extract`, strict mode), and builds training records, which never
+contain the hint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One question with its gold answer (or a pseudo-label) and, when known, a reference rationale."""
+
+    id: str
+    question: str
+    answer: str
+    type: str = "number"
+    choices: tuple[str, ...] = ()
+    rationale: str = ""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def with_answer(self, answer: str) -> Problem:
+        return replace(self, answer=answer)
+
+
+@dataclass(frozen=True)
+class TrainingRecord:
+    """question → rationale + answer (completion-only loss on ``completion``); no hint, no exemplars."""
+
+    id: str
+    prompt: str
+    completion: str
+    rationalized: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "prompt": self.prompt, "completion": self.completion, "rationalized": self.rationalized}
+
+
+class Task:
+    """Base class; subclasses implement the abstract parts."""
+
+    name: ClassVar[str] = "task"
+    #: cut generated text at the first of these (the next few-shot example starting)
+    stop: ClassVar[tuple[str, ...]] = ()
+    default_max_new_tokens: ClassVar[int] = 128
+
+    def load(self, split: str, seed: int) -> list[Problem]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def exemplars(self, k: int) -> list[Problem]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def prompt(self, problem: Problem, exemplars: list[Problem], *, hint: bool = False, direct: bool = False) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def hint(self, problem: Problem) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def predicted_answer(self, problem: Problem, text: str, *, direct: bool = False) -> str | None:  # pragma: no cover
+        """The answer the text commits to (strict extraction), normalised; None when there is none."""
+        raise NotImplementedError
+
+    def is_correct(self, problem: Problem, text: str, *, direct: bool = False) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def completion(self, problem: Problem, rationale: str | None) -> str:  # pragma: no cover - abstract
+        """A reference rationale (without its answer) followed by the answer; None: the answer alone (direct)."""
+        raise NotImplementedError
+
+    def generated_completion(self, text: str) -> str:
+        """A generated text (already judged to end in the correct answer) as a training target."""
+        return text.strip()
+
+    def max_new_tokens(self, problem: Problem, *, direct: bool = False) -> int:
+        return self.default_max_new_tokens
+
+    def groups(self, problem: Problem) -> str | None:
+        """A group key for per-group metrics (digit count for arithmetic); None: no groups."""
+        return None
+
+    # ------------------------------------------------------------------ shared
+    def trim(self, text: str) -> str:
+        """Cut the generation where the model starts the next few-shot example."""
+        cut = len(text)
+        for s in self.stop:
+            i = text.find(s)
+            if i != -1:
+                cut = min(cut, i)
+        return text[:cut].rstrip()
+
+    def training_record(self, problem: Problem, text: str | None, *, rationalized: bool = False) -> TrainingRecord:
+        """question (no hint, no exemplars) → generated rationale + answer.  ``text`` None: the gold answer alone (direct)."""
+        return TrainingRecord(
+            id=problem.id,
+            prompt=self.prompt(problem, [], hint=False, direct=text is None),
+            completion=self.completion(problem, None) if text is None else self.generated_completion(text),
+            rationalized=rationalized,
+        )

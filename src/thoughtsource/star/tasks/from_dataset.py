@@ -1,0 +1,232 @@
+"""STaR on any ThoughtSource dataset whose gold answers are multiplechoice, number or bool.
+
+Prompts follow the STaR paper's CommonsenseQA format (Appendix B)::
+
+    Q: What do people use to absorb extra ink from a fountain pen?
+    Answer Choices:
+    (a) shirt pocket
+    ...
+    (e) blotter
+    A: The answer must be used to absorb extra ink. ... Therefore, the answer is blotter (e).
+
+Hints (rationalization only, never in training data): ``(CORRECT)`` beside the right choice for
+multiple choice; the answer alone in parentheses after the question for number and bool (as the
+paper does for GSM8K) — never the reference solution.  Few-shot exemplars are drawn (fixed seed)
+from samples of the exemplar split that have a reference CoT, and are never training problems.
+Correctness: :func:`thoughtsource.extract` in strict mode.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import string
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...errors import ConfigError, DataError
+from ...schema import Sample
+from .. import judge
+from .base import Problem, Task
+
+log = logging.getLogger(__name__)
+
+SUPPORTED_TYPES = ("multiplechoice", "number", "bool")
+LETTERS = string.ascii_lowercase
+
+
+def _bool_word(answer: str) -> str:
+    return "yes" if answer.strip().lower() in ("true", "yes") else "no"
+
+
+class DatasetTask(Task):
+    """Problems from a Collection (a registered dataset name or a ThoughtSource file)."""
+
+    name: ClassVar[str] = "dataset"
+    stop: ClassVar[tuple[str, ...]] = ("\n\nQ:", "\nQ:")
+    default_max_new_tokens: ClassVar[int] = 160
+
+    def __init__(
+        self,
+        dataset: str,
+        *,
+        name: str | None = None,
+        train_split: str = "train",
+        test_split: str | None = None,
+        exemplar_split: str | None = None,
+        n_train: int | None = None,
+        n_test: int | None = 200,
+        test_fraction: float = 0.2,
+        exemplar_seed: int = 1234,
+        max_new_tokens: int | None = None,
+        data_dir: str | None = None,
+    ) -> None:
+        self.dataset = dataset
+        self.dataset_name = name
+        self.train_split = train_split
+        self.test_split = test_split
+        self.exemplar_split = exemplar_split or train_split
+        self.n_train = n_train
+        self.n_test = n_test
+        self.test_fraction = test_fraction
+        self.exemplar_seed = exemplar_seed
+        self.data_dir = data_dir
+        if max_new_tokens:
+            self.default_max_new_tokens = max_new_tokens  # type: ignore[misc]
+        self._splits: dict[str, list[Sample]] | None = None
+        self._ds_name = ""
+
+    # ------------------------------------------------------------------ loading
+    def _collection_splits(self) -> dict[str, list[Sample]]:
+        if self._splits is not None:
+            return self._splits
+        from ...collection import Collection
+
+        p = Path(self.dataset)
+        if p.suffix in (".json", ".jsonl", ".parquet") or p.is_dir():
+            coll = Collection.load(p)
+        else:
+            coll = Collection.from_datasets(self.dataset, data_dir=self.data_dir)
+        names = coll.names
+        if self.dataset_name:
+            if self.dataset_name not in names:
+                raise DataError(f"dataset {self.dataset_name!r} not in the file (has {names})", path=str(self.dataset))
+            name = self.dataset_name
+        elif len(names) == 1:
+            name = names[0]
+        else:
+            raise ConfigError(f"{self.dataset} holds several datasets {names}: choose one with task_options.name")
+        self._ds_name = name
+        splits: dict[str, list[Sample]] = {}
+        for split, samples in coll[name].items():
+            usable = [s for s in samples if s.type in SUPPORTED_TYPES and len(s.answer) == 1]
+            skipped = len(samples) - len(usable)
+            if skipped:
+                log.info("%s/%s: %d samples skipped (type not in %s or no single gold answer)", name, split, skipped, SUPPORTED_TYPES)
+            splits[split] = usable
+        if not any(splits.values()):
+            raise DataError(f"no samples with a single gold answer of type {'/'.join(SUPPORTED_TYPES)}", dataset=name)
+        self._splits = splits
+        return splits
+
+    def _problem(self, s: Sample, split: str) -> Problem:
+        answer = s.answer[0]
+        if s.type == "bool":
+            answer = _bool_word(answer)
+        return Problem(
+            id=f"{self._ds_name}/{split}/{s.id}",
+            question=s.question.strip(),
+            answer=answer,
+            type=s.type,
+            choices=tuple(s.choices),
+            rationale=" ".join(c.strip() for c in s.cot if c.strip()),
+            meta={"dataset": self._ds_name, "split": split, "sample_id": s.id, "context": s.context or ""},
+        )
+
+    def _exemplar_ids(self) -> set[str]:
+        return {e.meta["sample_id"] for e in self._exemplar_pool()}
+
+    def _exemplar_pool(self, k: int = 10) -> list[Problem]:
+        splits = self._collection_splits()
+        pool = [s for s in splits.get(self.exemplar_split, []) if s.cot]
+        rng = random.Random(f"exemplars-{self.exemplar_seed}")
+        rng.shuffle(pool)
+        return [self._problem(s, self.exemplar_split) for s in pool[: max(k, 10)]]
+
+    def load(self, split: str, seed: int) -> list[Problem]:
+        """``train`` or ``test``.  Without a test split, a seeded partition of the train split."""
+        if split not in ("train", "test"):
+            raise ConfigError(f"split must be 'train' or 'test', got {split!r}")
+        splits = self._collection_splits()
+        exemplar_ids = self._exemplar_ids()
+        base = [s for s in splits.get(self.train_split, []) if s.id not in exemplar_ids]
+        has_test = bool(self.test_split and splits.get(self.test_split))
+        if has_test:
+            chosen = self.test_split if split == "test" else self.train_split
+            samples = list(splits[self.test_split]) if split == "test" else base  # type: ignore[index]
+        else:
+            chosen = self.train_split
+            order = base[:]
+            random.Random(f"partition-{seed}").shuffle(order)
+            n_test = int(len(order) * self.test_fraction) if self.n_test is None else self.n_test
+            n_test = max(1, min(n_test, len(order) // 2))
+            samples = order[:n_test] if split == "test" else order[n_test:]
+        if not samples:
+            raise DataError(f"no usable samples for {split} (splits: {sorted(splits)})", dataset=self._ds_name, split=chosen)
+        samples = samples[:]
+        random.Random(f"{split}-{seed}").shuffle(samples)
+        limit = self.n_train if split == "train" else self.n_test
+        if limit is not None:
+            samples = samples[:limit]
+        return [self._problem(s, str(chosen)) for s in samples]
+
+    def exemplars(self, k: int) -> list[Problem]:
+        pool = self._exemplar_pool(k)
+        if k > len(pool):
+            log.warning("%s: only %d samples with a reference CoT for %d exemplars", self._ds_name, len(pool), k)
+        return pool[:k]
+
+    # ------------------------------------------------------------------ text
+    def answer_text(self, problem: Problem) -> str:
+        if problem.type == "multiplechoice":
+            return f"{problem.answer} ({LETTERS[problem.choices.index(problem.answer)]})"
+        return problem.answer
+
+    def hint(self, problem: Problem) -> str:
+        if problem.type == "multiplechoice":
+            return "(CORRECT)"
+        return f"({problem.answer})"
+
+    def _question_block(self, p: Problem, *, hint: bool) -> str:
+        ctx = p.meta.get("context") or ""
+        q = f"{ctx.strip()}\n{p.question}" if ctx.strip() else p.question
+        if hint and p.type != "multiplechoice":
+            q = f"{q} {self.hint(p)}"
+        out = f"Q: {q}\n"
+        if p.type == "multiplechoice":
+            out += "Answer Choices:\n"
+            for i, c in enumerate(p.choices):
+                mark = f" {self.hint(p)}" if hint and c == p.answer else ""
+                out += f"({LETTERS[i]}) {c}{mark}\n"
+        return out + "A:"
+
+    def prompt(self, problem: Problem, exemplars: list[Problem], *, hint: bool = False, direct: bool = False) -> str:
+        shots = "".join(
+            self._question_block(e, hint=hint) + self.completion(e, None if direct else e.rationale) + "\n\n" for e in exemplars
+        )
+        return shots + self._question_block(problem, hint=hint)
+
+    def completion(self, problem: Problem, rationale: str | None) -> str:
+        if rationale is None:
+            return f" The answer is {self.answer_text(problem)}."
+        return f" {rationale.strip()} Therefore, the answer is {self.answer_text(problem)}."
+
+    def generated_completion(self, text: str) -> str:
+        return " " + text.strip()
+
+    def predicted_answer(self, problem: Problem, text: str, *, direct: bool = False) -> str | None:
+        return judge.extract_answer(problem, text)
+
+    def is_correct(self, problem: Problem, text: str, *, direct: bool = False) -> bool:
+        return judge.is_correct(problem, text)
+
+
+def task_for(dataset: str, **options: Any) -> DatasetTask:
+    return DatasetTask(dataset, **options)
+
+
+class Gsm8kTask(DatasetTask):
+    name: ClassVar[str] = "gsm8k"
+    default_max_new_tokens: ClassVar[int] = 256
+
+    def __init__(self, **options: Any) -> None:
+        options.setdefault("test_split", "test")
+        super().__init__(options.pop("dataset", "gsm8k"), **options)
+
+
+class CommonsenseQaTask(DatasetTask):
+    name: ClassVar[str] = "commonsense_qa"
+
+    def __init__(self, **options: Any) -> None:
+        options.setdefault("test_split", "validation")
+        super().__init__(options.pop("dataset", "commonsense_qa"), **options)

@@ -1,0 +1,56 @@
+"""``thoughtsource star run`` / ``star compare`` through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from thoughtsource.cli import app
+from thoughtsource.errors import ConfigError
+
+runner = CliRunner()
+
+
+@pytest.mark.slow
+def test_fewshot_baseline_via_cli_then_compare(tmp_path: Path) -> None:
+    out = tmp_path / "fewshot"
+    args = ["star", "run", "--task", "arithmetic", "--model", "embedded", "--digits", "1-2", "--n-train", "4", "--n-test", "1",
+            "--fewshot-k", "1", "--max-new-tokens", "40", "--baseline", "fewshot", "--iterations", "3", "--out", str(out)]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert [m["iteration"] for m in metrics["iterations"]] == [0]  # few-shot: no training
+    assert metrics["config"]["task_options"] == {"min_digits": 1, "max_digits": 2, "n_train": 4, "n_test_per_digit": 1}
+    assert set(metrics["iterations"][0]["test_accuracy_by_group"]) == {"1-digit", "2-digit"}
+    resolved = json.loads((out / "config.json").read_text())
+    assert resolved["baseline"] == "fewshot" and resolved["generation"]["max_new_tokens"] == 40
+    # the same --out again without --resume is refused; with --resume nothing is redone
+    r = runner.invoke(app, args)
+    assert isinstance(r.exception, ConfigError) and "--resume" in str(r.exception)
+    mtime = (out / "iter_0" / "test.json").stat().st_mtime_ns
+    r = runner.invoke(app, [*args, "--resume"])
+    assert r.exit_code == 0, r.output
+    assert (out / "iter_0" / "test.json").stat().st_mtime_ns == mtime
+
+    png = tmp_path / "cmp.png"
+    r = runner.invoke(app, ["star", "compare", f"a={out}", f"b={out}", "--out", str(png)])
+    assert r.exit_code == 0, r.output
+    assert png.stat().st_size > 1000
+
+
+def test_bad_options_are_config_errors(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("iterations: -1\nsteps: {first: 0}\nlearning_rate: 3\n")
+    r = runner.invoke(app, ["star", "run", "--config", str(cfg), "--out", str(tmp_path / "o")])
+    assert isinstance(r.exception, ConfigError)
+    text = str(r.exception)
+    assert "iterations" in text and "steps.first" in text and "learning_rate" in text
+    assert not (tmp_path / "o").exists()
+
+
+def test_help_lists_the_star_commands() -> None:
+    r = runner.invoke(app, ["star", "--help"])
+    assert r.exit_code == 0 and "run" in r.output and "compare" in r.output

@@ -1,0 +1,222 @@
+"""The STaR loop end to end on the embedded SmolLM2-135M (CPU, tiny): artifacts, the hint/no-hint
+rule, the correctness filter, ThoughtSource outputs, and resume after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from thoughtsource.io import read_json
+from thoughtsource.star.config import StarConfig
+from thoughtsource.star.loop import StarRun
+from thoughtsource.star.tasks import get_task
+
+pytestmark = pytest.mark.slow
+
+TINY = {
+    "task": "arithmetic",
+    "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 2},
+    "iterations": 2,
+    "fewshot_k": 1,
+    "steps": {"first": 2, "warmup_steps": 0},
+    "batch_size": 4,
+    "lr": 1e-4,
+    "generation": {"batch_size": 8, "max_new_tokens": 40},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("star") / "run"
+    summary = StarRun(StarConfig.from_dict(TINY), out, show_progress=False).run()
+    return out, summary
+
+
+def _rows(path: Path) -> list[dict]:
+    return read_json(path)["rows"]
+
+
+def test_tiny_arithmetic_run_completes(tiny_run: tuple[Path, dict]) -> None:
+    out, summary = tiny_run
+    its = summary["iterations"]
+    assert [m["iteration"] for m in its] == [0, 1, 2]
+    assert read_json(out / "metrics.json") == summary
+    assert StarConfig.from_dict(read_json(out / "config.json")) == StarConfig.from_dict(TINY)
+    for n in (1, 2):
+        d = out / f"iter_{n}"
+        for name in ("generate.json", "rationalize.json", "rationales.json", "train.jsonl", "train_stats.json",
+                     "test.json", "metrics.json", "checkpoint/config.json"):
+            assert (d / name).exists(), d / name
+        m = its[n]
+        assert m["train_n"] == 8 and m["test_n"] == 2
+        assert m["rationalization_attempted"] == 8 - m["train_correct_before_rationalization"]
+        assert m["train_accuracy_after_rationalization"] >= m["train_accuracy_before_rationalization"]
+        assert m["kept"] == m["train_correct_before_rationalization"] + m["rationalization_correct"]
+        if m["kept"]:
+            assert m["steps"] == StarConfig.from_dict(TINY).steps.steps(n)
+    assert all((out / "plots" / f).exists() for f in ("accuracy.png", "per_group.png", "train.png"))
+    assert set(its[0]["test_accuracy_by_group"]) == {"1-digit"}
+
+
+def test_rationalization_prompts_hold_the_hint_training_examples_do_not(tiny_run: tuple[Path, dict]) -> None:
+    out, _ = tiny_run
+    task = get_task("arithmetic", **TINY["task_options"])
+    for n in (1, 2):
+        d = out / f"iter_{n}"
+        for r in _rows(d / "rationalize.json"):
+            last = r["prompt"].rsplit("Input:\n", 1)[1]
+            assert last.endswith(f"Target: {' '.join(r['answer'])}\n")  # the hint: the target
+        for r in _rows(d / "generate.json"):
+            assert r["prompt"].rsplit("Input:\n", 1)[1].endswith("\nTarget:\n")  # no hint
+        train_recs = [json.loads(x) for x in (d / "train.jsonl").read_text().splitlines()]
+        problems = {p.id: p for p in task.load("train", 0)}
+        for rec in train_recs:
+            p = problems[rec["id"]]
+            assert rec["prompt"] == f"Input:\n{p.question}\nTarget:\n"  # no hint, no exemplars
+            assert "Target: " not in rec["prompt"] + rec["completion"]
+
+
+def test_tiny_run_kept_only_rationales_ending_in_the_correct_answer(tiny_run: tuple[Path, dict]) -> None:
+    out, _ = tiny_run
+    task = get_task("arithmetic", **TINY["task_options"])
+    problems = {p.id: p for p in task.load("train", 0)}
+    kept_total = 0
+    for n in (1, 2):
+        d = out / f"iter_{n}"
+        gen = {r["id"]: r for r in _rows(d / "generate.json")}
+        rat = {r["id"]: r for r in _rows(d / "rationalize.json")}
+        recs = {json.loads(x)["id"]: json.loads(x) for x in (d / "train.jsonl").read_text().splitlines()}
+        expected = {i for i, r in gen.items() if r["correct"]} | {i for i, r in rat.items() if r["correct"]}
+        assert set(recs) == expected
+        for i, rec in recs.items():
+            assert task.is_correct(problems[i], rec["completion"])  # re-checked independently
+            assert rec["rationalized"] == (not gen[i]["correct"])
+        kept_total += len(recs)
+        # every rationale of the iteration is a ThoughtSource generated_cot by author "star"
+        ts = read_json(d / "rationales.json")
+        samples = ts["arithmetic"]["train"]
+        assert len(samples) == 8
+        cots = [c for s in samples for c in s["generated_cot"]]
+        assert all(c["author"] == "star" and c["star_iteration"] == n for c in cots)
+        assert sum(c["rationalized"] for c in cots) == len(rat)
+        assert {s["id"] for s in samples for c in s["generated_cot"] if c["kept_for_training"]} == expected
+    assert kept_total == summary_kept(out)
+
+
+def summary_kept(out: Path) -> int:
+    return sum(m.get("kept", 0) for m in read_json(out / "metrics.json")["iterations"])
+
+
+def test_filter_keeps_exactly_the_correct_rationales_without_hints(tmp_path: Path) -> None:
+    """The filter step on known texts (real task judge, no model): correct generations and correct
+    rationalizations of wrongly answered problems are kept, hints never reach the training set."""
+    run = StarRun(StarConfig.from_dict(TINY), tmp_path, show_progress=False)
+    task = run.task
+    train = task.load("train", 0)
+    right = {p.id: task.completion(p, p.rationale) for p in train}
+    wrong = {p.id: right[p.id].rsplit("\n", 1)[0] + f"\n{' '.join(str(int(p.answer) + 1))}" for p in train}
+    gen_texts = {p.id: right[p.id] if i < 2 else wrong[p.id] for i, p in enumerate(train)}
+    gen = {"rows": [{"id": p.id, "answer": p.answer, "prompt": task.prompt(p, task.exemplars(1)), "text": gen_texts[p.id],
+                     **run._judge(p, gen_texts[p.id])} for p in train], "stats": {}, "wall_s": 0.0}
+    rat_texts = {p.id: right[p.id] if i in (2, 3) else wrong[p.id] for i, p in enumerate(train) if i >= 2}
+    # a rationale that states the right answer but in a broken format is not kept either (strict)
+    rat_texts[train[3].id] = right[train[3].id].replace("</scratch>", "")
+    rat = {"rows": [{"id": i, "answer": p.answer, "prompt": task.prompt(p, task.exemplars(1), hint=True), "text": t,
+                     **run._judge(p, t)} for p in train for i, t in rat_texts.items() if i == p.id], "stats": {}, "wall_s": 0.0}
+    d = tmp_path / "iter_1"
+    d.mkdir()
+    records = run._dataset(1, d, train, gen, rat)
+    assert [r.id for r in records] == [train[0].id, train[1].id, train[2].id]
+    assert [r.rationalized for r in records] == [False, False, True]
+    for r, p in zip(records, train, strict=False):
+        assert r.prompt == f"Input:\n{p.question}\nTarget:\n" and r.completion == right[p.id]
+    assert all(r["prompt"].endswith(f"Target: {' '.join(r['answer'])}\n") for r in rat["rows"])
+    samples = read_json(d / "rationales.json")["arithmetic"]["train"]
+    kept = {s["id"] for s in samples for c in s["generated_cot"] if c["kept_for_training"]}
+    assert kept == {r.id for r in records}
+    assert (d / "train.jsonl").read_text().count("\n") == 3
+
+
+def test_resume_after_sigkill_mid_iteration(tmp_path: Path) -> None:
+    cfg = {**TINY, "iterations": 1, "task_options": {**TINY["task_options"], "n_train": 4, "n_test_per_digit": 1}}
+    (tmp_path / "cfg.yaml").write_text(json.dumps(cfg))  # JSON is YAML
+    out = tmp_path / "run"
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "thoughtsource", "-q", "star", "run", "--config", str(tmp_path / "cfg.yaml"),
+                             "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    marker = out / "iter_1" / "generate.json"
+    deadline = time.monotonic() + 600
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), proc.stderr.read().decode() if proc.poll() is not None else "timed out"
+    os.kill(proc.pid, signal.SIGKILL)  # mid-iteration: generation done, the rest not
+    proc.wait()
+    finished = {p.name for p in (out / "iter_1").iterdir()}
+    assert "checkpoint" not in finished and "metrics.json" not in finished
+    before = {p: p.stat().st_mtime_ns for p in [out / "iter_0" / "test.json", marker]}
+
+    with pytest.raises(Exception, match="--resume"):
+        StarRun(StarConfig.from_dict(cfg), out, show_progress=False).run()
+    run = StarRun(StarConfig.from_dict(cfg), out, resume=True, show_progress=False)
+    summary = run.run()
+    assert (0, "test") not in run.done_steps and (1, "generate") not in run.done_steps
+    assert {s for _, s in run.done_steps} >= {"dataset", "train", "test"}
+    assert all(p.stat().st_mtime_ns == t for p, t in before.items())
+    assert [m["iteration"] for m in summary["iterations"]] == [0, 1]
+    assert not list(out.rglob("*.tmp")) and not list((out / "iter_1").glob(".checkpoint-*"))
+    # a resumed finished run does nothing
+    again = StarRun(StarConfig.from_dict(cfg), out, resume=True, show_progress=False)
+    again.run()
+    assert again.done_steps == []
+
+
+def test_resume_refuses_a_changed_config(tmp_path: Path) -> None:
+    from thoughtsource.errors import ConfigError
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps(StarConfig.from_dict(TINY).model_dump(mode="json")))
+    with pytest.raises(ConfigError, match="lr"):
+        StarRun(StarConfig.from_dict({**TINY, "lr": 0.5}), out, resume=True, show_progress=False).run()
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_pseudo_labels_majority_replace_the_gold_answers(tmp_path: Path) -> None:
+    """Appendix H: the targets are majority answers of k samples; gold answers are only used for reporting."""
+    from collections import Counter
+
+    cfg = StarConfig.from_dict({**TINY, "iterations": 1, "pseudo_labels": {"mode": "majority", "k": 3, "temperature": 0.7},
+                                "task_options": {**TINY["task_options"], "n_train": 4, "n_test_per_digit": 1}})
+
+    def stop_after_generate(n: int, step: str) -> None:
+        if step == "generate":
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        StarRun(cfg, tmp_path, show_progress=False, on_step=stop_after_generate).run()
+    pl = read_json(tmp_path / "iter_1" / "pseudo_labels.json")["rows"]
+    assert len(pl) == 4
+    for r in pl:
+        assert sum(r["votes"].values()) <= 3
+        if r["votes"]:
+            top = max(r["votes"].values())
+            assert r["votes"][r["label"]] == top
+            assert r["label_correct"] == (int(r["label"]) == int(r["gold"]))
+        else:
+            assert r["label"] is None
+    labelled = {r["id"]: r["label"] for r in pl if r["label"] is not None}
+    gen = _rows(tmp_path / "iter_1" / "generate.json")
+    assert {g["id"] for g in gen} == set(labelled)  # unlabelled questions are left out
+    assert all(g["answer"] == labelled[g["id"]] for g in gen)  # judged against the pseudo-label
+    assert Counter(g["correct"] for g in gen)  # judged at all
