@@ -29,7 +29,10 @@ def test_demo_runs_end_to_end(shared_data: Path, tmp_path: Path, monkeypatch: py
     data = json.loads((out / "demo.json").read_text())
     samples = [x for splits in data.values() for xs in splits.values() for x in xs]
     assert len(samples) == 2
-    assert all(sorted(g["cot_trigger"] for g in x["generated_cot"]) == ["kojima-01", "none"] for x in samples)
+    for x in samples:  # ours under both triggers, next to the published Kojima et al. CoT of the same question
+        ours = [g for g in x["generated_cot"] if g["author"] != "kojima"]
+        assert sorted(g["cot_trigger"] for g in ours) == ["kojima-01", "none"]
+        assert [g["model"] for g in x["generated_cot"] if g["author"] == "kojima"] == ["text-davinci-002"]
     assert all(isinstance(g["answers"][0]["correct_answer"], bool) for x in samples for g in x["generated_cot"])
     assert (out / "accuracy.png").stat().st_size > 1000 and (out / "accuracy.csv").exists() and (out / "config.yaml").exists()
-    assert "accuracy" in r.output.lower()
+    assert "accuracy" in r.output.lower() and "text-davinci-002" in r.output
