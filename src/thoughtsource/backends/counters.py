@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -33,3 +38,18 @@ def request_seed(seed: int | None, sample_index: int) -> int:
     self-consistency samples of one prompt differ, and each is the same on a re-run.
     """
     return ((seed or 0) * 1_000_003 + sample_index) % (2**31 - 1)
+
+
+def loop_state(states: dict[Any, T], factory: Callable[[], T]) -> T:
+    """The state of the running event loop in ``states`` (made by ``factory`` on first use).
+
+    asyncio objects (clients, queues, semaphores) bind to one loop, and a backend may be used from
+    several (a notebook's loop, ``asyncio.run`` per call); states of closed loops are dropped.
+    """
+    loop = asyncio.get_running_loop()
+    for old in [old for old in states if old.is_closed()]:
+        del states[old]
+    state = states.get(loop)
+    if state is None:
+        state = states[loop] = factory()
+    return state

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ..errors import BackendError, ConfigError
 from .base import Completion, Request
-from .counters import Counters, request_seed
+from .counters import Counters, loop_state, request_seed
 
 log = logging.getLogger(__name__)
 
@@ -245,13 +245,7 @@ class OpenAIBackend:
 
     def _loop_state(self) -> _LoopState:
         """Client, semaphore and buckets of the running event loop (asyncio objects bind to one loop)."""
-        loop = asyncio.get_running_loop()
-        for old in [old for old in self._states if old.is_closed()]:
-            del self._states[old]
-        state = self._states.get(loop)
-        if state is None:
-            state = self._states[loop] = _LoopState(self.options, self._headers)
-        return state
+        return loop_state(self._states, lambda: _LoopState(self.options, self._headers))
 
     def _route(self, request: Request) -> tuple[str, dict[str, Any]]:
         o = self.options

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import BackendError
 from ..paths import cache_dir
 from .base import Completion, Request
-from .counters import Counters, request_seed
+from .counters import Counters, loop_state, request_seed
 
 log = logging.getLogger(__name__)
 
@@ -190,13 +190,7 @@ class TransformersBackend:
 
     def _loop_state(self) -> _LoopState:
         """The queue and worker of the running event loop (a backend may serve several loops)."""
-        loop = asyncio.get_running_loop()
-        for old in [old for old in self._states if old.is_closed()]:
-            del self._states[old]
-        state = self._states.get(loop)
-        if state is None:
-            state = self._states[loop] = _LoopState(self)
-        return state
+        return loop_state(self._states, lambda: _LoopState(self))
 
     async def _worker(self, queue: asyncio.Queue[tuple[Request, asyncio.Future[Completion]]]) -> None:
         while True:
