@@ -16,19 +16,9 @@ def _csv(values: list[str] | None) -> list[str]:
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
-    import yaml
+    from ..config import read_yaml_mapping
 
-    from ..errors import ConfigError
-
-    try:
-        obj = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise ConfigError("config file not found", path=str(path)) from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"invalid YAML: {e}", path=str(path)) from None
-    if not isinstance(obj, dict):
-        raise ConfigError(f"expected a mapping of GenerateConfig fields, got {type(obj).__name__}", path=str(path))
-    return obj
+    return read_yaml_mapping(path, "a mapping of GenerateConfig fields")
 
 
 def generate_cmd(

@@ -117,18 +117,9 @@ class StarConfig(_Strict):
 
     @classmethod
     def from_file(cls, path: str | Path) -> StarConfig:
-        import yaml
+        from ..config import read_yaml_mapping
 
-        p = Path(path)
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except FileNotFoundError:
-            raise ConfigError("config file not found", path=str(p)) from None
-        except yaml.YAMLError as e:
-            raise ConfigError(f"invalid YAML: {e}", path=str(p)) from None
-        if not isinstance(data, dict):
-            raise ConfigError("expected a mapping of options", path=str(p))
-        return cls.from_dict(data, path=str(p))
+        return cls.from_dict(read_yaml_mapping(path, "a mapping of options"), path=str(Path(path)))
 
     def result_fields(self) -> dict[str, Any]:
         """The fields that change results (everything but iterations/keep_checkpoints): compared on resume."""
