@@ -114,12 +114,25 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
+    async def fingerprint() -> str | None:
+        """The served weights' fingerprint (a hash of the model folder's files), so a client can check what it talks to."""
+        if not hasattr(app.state, "fingerprint"):
+            import asyncio
+
+            try:
+                identity = await asyncio.to_thread(backend.cache_identity)
+                app.state.fingerprint = identity.get("weights")
+            except Exception as e:  # a model that cannot be fingerprinted is still served
+                log.warning("no weights fingerprint: %s", e)
+                app.state.fingerprint = None
+        return app.state.fingerprint
+
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {
-            "object": "list",
-            "data": [{"id": served_model_name, "object": "model", "created": app.state.started, "owned_by": "thoughtsource"}],
-        }
+        entry = {"id": served_model_name, "object": "model", "created": app.state.started, "owned_by": "thoughtsource"}
+        if (fp := await fingerprint()) is not None:
+            entry["fingerprint"] = fp
+        return {"object": "list", "data": [entry]}
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(body: ChatBody) -> dict[str, Any] | JSONResponse:

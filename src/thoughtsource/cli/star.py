@@ -39,6 +39,12 @@ class FilterName(str, Enum):
     verified = "verified"
 
 
+class Engine(str, Enum):
+    transformers = "transformers"
+    vllm = "vllm"
+    server = "server"
+
+
 class Prompts(str, Enum):
     star = "star"
     reference = "reference"
@@ -74,8 +80,9 @@ def run(
     lora: bool | None = typer.Option(None, "--lora/--no-lora", help="Train a LoRA adapter (merged into the checkpoint)."),
     gen_batch_size: int | None = typer.Option(None, "--gen-batch-size", help="Generation batch size."),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="Override the task's generation length."),
-    backend: str | None = typer.Option(None, "--backend", help="transformers (local) or openai (an OpenAI-compatible server)."),
-    base_url: str | None = typer.Option(None, "--base-url", help="Server URL for --backend openai."),
+    engine: Engine | None = typer.Option(None, "--engine", help="transformers or vllm (in process), or server (--server-command, started per checkpoint)."),
+    server_command: str | None = typer.Option(None, "--server-command", help="--engine server: e.g. 'vllm serve {checkpoint} --port {port} --served-model-name {model_name}'."),
+    backend: str | None = typer.Option(None, "--backend", hidden=True, help="Deprecated: --engine."),
     filter_: FilterName | None = typer.Option(None, "--filter", help="answer: keep rationales with the right answer (the paper); verified: the rationale must also pass the task's check."),
     train_with_fewshot: bool | None = typer.Option(None, "--train-with-fewshot/--no-train-with-fewshot", help="Put the few-shot prompt into the training examples (the paper's best CQA setting)."),
     per_iteration: int | None = typer.Option(None, "--per-iteration", help="Fresh training problems sampled from the pool each iteration."),
@@ -136,7 +143,8 @@ def run(
     put("generation.batch_size", gen_batch_size)
     put("generation.max_new_tokens", max_new_tokens)
     put("generation.backend", backend)
-    put("generation.base_url", base_url)
+    put("generation.engine", engine.value if engine else None)
+    put("generation.server.command", server_command)
     put("seed", seed)
     put("filter", filter_.value if filter_ else None)
     put("train_with_fewshot", train_with_fewshot)

@@ -49,19 +49,66 @@ class StepSchedule(_Strict):
         return steps
 
 
-class GenerationOptions(_Strict):
-    """How rationales are generated: the local transformers backend or an OpenAI-compatible server."""
+class ServerEngine(_Strict):
+    """``engine: server``: the loop starts this command for each iteration's checkpoint and stops it afterwards.
 
-    backend: Literal["transformers", "openai"] = "transformers"
-    batch_size: int = Field(16, ge=1)
+    Placeholders: ``{checkpoint}`` (the model folder of M_n), ``{port}``, ``{model_name}``.  The server
+    must answer ``GET /v1/models``; if it reports ``fingerprint`` (``thoughtsource serve-model``) or
+    ``root`` (vLLM), the loop checks that it serves the checkpoint it was started for.
+    """
+
+    command: str = Field("vllm serve {checkpoint} --port {port} --served-model-name {model_name}",
+                         description="command template (split like a shell line; no shell)")
+    model_name: str = Field("star-current", description="the name the server serves the model under")
+    host: str = "127.0.0.1"
+    port: int | None = Field(None, ge=1, le=65535, description="None: a free port per start")
+    startup_timeout_s: float = Field(900.0, gt=0, description="seconds to wait for /v1/models to answer")
+    stop_grace_s: float = Field(30.0, ge=0, description="seconds between terminate and kill when stopping")
+    server_kind: str = Field("vllm", description="part of the openai backend's identity (vllm, serve-model, ...)")
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment variables for the server")
+    concurrency: int = Field(64, ge=1, description="requests in flight to the server")
+
+
+class GenerationOptions(_Strict):
+    """How rationales are generated: ``engine`` transformers (in process), vllm (in process) or server.
+
+    ``backend`` is the old name of the field: ``backend: transformers`` still means ``engine:
+    transformers``; ``backend: openai`` (a server the loop did not start, which kept serving an old
+    model) is refused with a pointer to ``engine: server``.
+    """
+
+    engine: Literal["transformers", "vllm", "server"] | None = Field(None, description="None: transformers")
+    backend: Literal["transformers", "openai"] | None = Field(None, description="deprecated: use engine")
+    batch_size: int = Field(16, ge=1, description="prompts per engine call; a kill loses at most the batch in flight")
     max_new_tokens: int | None = Field(None, ge=1, description="None: the task's default")
     temperature: float = Field(0.0, ge=0)
-    base_url: str | None = Field(None, description="OpenAI-compatible server (vLLM) for backend='openai'")
-    served_model: str | None = Field(None, description="model name on the server; the server must serve each iteration's checkpoint")
+    base_url: str | None = Field(None, description="deprecated (backend: openai); use engine: server")
+    served_model: str | None = Field(None, description="deprecated (backend: openai); use engine: server")
+    server: ServerEngine = Field(default_factory=ServerEngine)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     prefix_cache: bool = Field(True, description="transformers: compute the shared few-shot prefix once per batch group and reuse its KV cache")
     threads: int | None = Field(None, ge=1, description="torch CPU threads (None: leave torch's default); 1 when arms run side by side")
-    options: dict[str, Any] = Field(default_factory=dict, description="extra keyword options for the backend")
+    store: bool = Field(True, description="keep every completion in OUT/completions.sqlite, so a resumed run asks only for missing ones")
+    options: dict[str, Any] = Field(default_factory=dict, description="extra keyword options for the backend (vllm: for vllm.LLM)")
+
+    @model_validator(mode="after")
+    def _engine(self) -> GenerationOptions:
+        if self.backend == "openai" or self.base_url is not None or self.served_model is not None:
+            raise ValueError(
+                "backend: openai (base_url, served_model) is no longer supported: a server the loop does not restart keeps "
+                "serving an old model. Use engine: server with server.command, e.g. "
+                "'vllm serve {checkpoint} --port {port} --served-model-name {model_name}' (started per iteration's checkpoint), "
+                "or engine: vllm (in process)")
+        if self.backend is not None and self.engine not in (None, self.backend):
+            raise ValueError(f"backend {self.backend!r} and engine {self.engine!r} disagree; give engine only")
+        if self.engine is None:
+            self.engine = self.backend or "transformers"
+        self.backend = None
+        return self
+
+    @property
+    def engine_name(self) -> str:
+        return self.engine or "transformers"
 
 
 class PseudoLabels(_Strict):
@@ -132,6 +179,9 @@ class StarConfig(_Strict):
         d = self.model_dump(mode="json")
         for k in ("iterations", "keep_checkpoints"):
             d.pop(k)
-        d["generation"].pop("batch_size")
-        d["generation"].pop("threads")
+        for k in ("batch_size", "threads", "backend", "store"):
+            d["generation"].pop(k)
+        server = d["generation"].pop("server")
+        if self.generation.engine == "server":  # how the server is started does not change results; what it runs does
+            d["generation"]["server_kind"] = server["server_kind"]
         return d

@@ -1,10 +1,12 @@
-"""Rationale generation through the generation module's backends (never a second engine here).
+"""Rationale generation for one STaR step: store first, the engine for the rest, sharded over ranks.
 
-* ``backend: transformers``: :mod:`thoughtsource.backends.transformers_local`, batched, on the
-  model already in memory (the freshly fine-tuned one) or loaded from a checkpoint folder;
-* ``backend: openai``: any OpenAI-compatible server (vLLM) via
-  :mod:`thoughtsource.backends.openai_compat`; the server must serve the iteration's checkpoint
-  (training and serving on separate machines).
+The engine (:mod:`.engines`: transformers or vLLM in process, or a server started per checkpoint)
+completes the prompts; every completion is committed to the run's completion store
+(``OUT/completions.sqlite``, keyed by the model's fingerprint, the prompt and the parameters) as its
+batch finishes, so a killed run loses at most the batch in flight and a resumed one asks only for
+the completions it lacks.  Under ``accelerate launch`` rank r completes prompts r, r+W, ... and the
+results are gathered on every rank; an engine that runs on rank 0 only (vllm, server) is waited for
+through the store.
 """
 
 from __future__ import annotations
@@ -12,15 +14,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends import Completion, Request, get_backend
+from ..backends import Backend, Completion, Request
 from ..console import progress
+from ..store import CompletionStore, completion_key
+from . import dist
 from .config import StarConfig
+from .engines import Session
 
 log = logging.getLogger(__name__)
+
+STORE_POLL_S = 2.0
 
 
 @dataclass
@@ -29,75 +36,129 @@ class GenStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     wall_s: float = 0.0
+    from_store: int = 0
+    generated_tokens: int = 0  # completion tokens of the completions asked for now (not read from the store)
+    ranks: list[dict[str, int]] = field(default_factory=list)
 
     @property
     def tokens_per_s(self) -> float:
-        return self.completion_tokens / self.wall_s if self.wall_s > 0 else 0.0
+        return self.generated_tokens / self.wall_s if self.wall_s > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "wall_s": round(self.wall_s, 3), "tokens_per_s": round(self.tokens_per_s, 2)}
+                "wall_s": round(self.wall_s, 3), "tokens_per_s": round(self.tokens_per_s, 2),
+                "from_store": self.from_store, "requested": self.requests - self.from_store, "ranks": self.ranks}
 
 
 class Generator:
-    """Completes prompts with one model (one STaR iteration's M_n)."""
+    """Completes prompts with one model (M_n): ``session()`` opens its engine only when something is missing."""
 
-    def __init__(self, cfg: StarConfig, model_path: str, *, model: Any = None, tokenizer: Any = None,
-                 show_progress: bool = True) -> None:
+    def __init__(self, cfg: StarConfig, session: Callable[[], Session], identity: dict[str, Any], *,
+                 store: CompletionStore | None, shard: bool = True, show_progress: bool = True,
+                 wrap: Callable[[Backend], Backend] | None = None) -> None:
         self.cfg = cfg
-        self.model_path = model_path
+        self.session = session
+        self.identity = identity
+        self.store = store
+        self.shard = shard  # False: rank 0 completes everything, the other ranks read it from the store
         self.show_progress = show_progress
-        g = cfg.generation
-        if g.backend == "openai":
-            opts = {"model": g.served_model or model_path, **g.options}
-            if g.base_url:
-                opts["base_url"] = g.base_url
-            self.backend = get_backend("openai", **opts)
-        else:
-            if model is None:
-                from ..embedded import load_model
+        self.wrap = wrap  # tests: a backend wrapper (counting, failing)
 
-                model, tokenizer = load_model(model_path)
-            options = dict(g.options)
-            if not g.prefix_cache:
-                options.setdefault("mode", "generate")
-            if g.threads:
-                options.setdefault("threads", g.threads)
-            self.backend = get_backend("transformers", model=model, tokenizer=tokenizer, batch_size=g.batch_size, **options)
+    def requests(self, prompts: Sequence[str], max_tokens: Sequence[int], *, stop: Sequence[str], temperature: float,
+                 n: int, seed: int) -> list[Request]:
+        return [Request(prompt=p, max_tokens=int(m), temperature=temperature, stop=tuple(stop), seed=seed + i * n + j,
+                        sample_index=j)
+                for i, (p, m) in enumerate(zip(prompts, max_tokens, strict=True)) for j in range(n)]
 
     def complete(self, prompts: Sequence[str], max_tokens: Sequence[int], *, stop: Sequence[str] = (),
                  temperature: float = 0.0, n: int = 1, seed: int = 0, description: str = "generate",
                  stats: GenStats | None = None) -> list[list[Completion]]:
-        """n completions per prompt (same order); progress over the requests."""
-        reqs = [Request(prompt=p, max_tokens=int(m), temperature=temperature, stop=tuple(stop), seed=seed + i * n + j,
-                        sample_index=j)
-                for i, (p, m) in enumerate(zip(prompts, max_tokens, strict=True)) for j in range(n)]
+        """n completions per prompt (same order)."""
+        reqs = self.requests(prompts, max_tokens, stop=stop, temperature=temperature, n=n, seed=seed)
+        keys = [completion_key(self.identity, r) for r in reqs]
+        t0 = time.perf_counter()
+        world, rank = dist.world_size(), dist.rank()
+        if self.shard:
+            mine = list(range(rank, len(reqs), world))
+        else:
+            mine = list(range(len(reqs))) if rank == 0 else []
+        local, counts = self._complete_mine(reqs, keys, mine, description)
+        counts["rank"] = rank
+        if self.shard:
+            done: dict[int, Completion] = {}
+            gathered = dist.all_gather((local, counts))
+            for part, _ in gathered:
+                done.update(part)
+            all_counts = [c for _, c in gathered]
+        else:
+            done = local if rank == 0 else self._wait_in_store(reqs, keys)
+            all_counts = [counts]
+        out = [done[i] for i in range(len(reqs))]
+        if stats is not None:
+            stats.requests += len(out)
+            stats.from_store += sum(c["from_store"] for c in all_counts)
+            stats.generated_tokens += sum(c["generated_tokens"] for c in all_counts)
+            stats.prompt_tokens += sum(c.prompt_tokens for c in out)
+            stats.completion_tokens += sum(c.completion_tokens for c in out)
+            stats.wall_s += time.perf_counter() - t0
+            stats.ranks = _merge_counts(stats.ranks, all_counts)
+        return [out[i * n:(i + 1) * n] for i in range(len(prompts))]
+
+    def _complete_mine(self, reqs: list[Request], keys: list[str], mine: list[int],
+                       description: str) -> tuple[dict[int, Completion], dict[str, int]]:
+        """This rank's requests: those in the store are read, the rest go to the engine in batches, each committed."""
+        hits = self.store.get_many(keys[i] for i in mine) if self.store is not None else {}
+        done = {i: hits[keys[i]].to_completion() for i in mine if keys[i] in hits}
+        missing = [i for i in mine if i not in done]
+        counts = {"prompts": len(mine), "from_store": len(done), "requested": len(missing), "generated_tokens": 0}
+        if not missing:
+            return done, counts
         # longest prompts first, so each batch holds prompts of similar length; results go back in order
-        order = sorted(range(len(reqs)), key=lambda i: -len(reqs[i].prompt))
-        chunk = max(1, self.cfg.generation.batch_size) * 4  # the backend batches inside; chunks pace the progress bar
-        done: dict[int, Completion] = {}
+        missing.sort(key=lambda i: -len(reqs[i].prompt))
+        chunk = max(1, self.cfg.generation.batch_size)
+        session = self.session()
+        backend = self.wrap(session.backend) if self.wrap is not None else session.backend
         t0 = time.perf_counter()
 
         async def _run(bar: Any, task: Any) -> None:
             try:
-                for start in range(0, len(order), chunk):
-                    idx = order[start:start + chunk]
-                    for i, c in zip(idx, await self.backend.complete([reqs[i] for i in idx]), strict=True):
+                for start in range(0, len(missing), chunk):
+                    idx = missing[start:start + chunk]
+                    for i, c in zip(idx, await backend.complete([reqs[i] for i in idx]), strict=True):
+                        if self.store is not None:  # committed before anything else happens with it
+                            self.store.put(keys[i], session.engine, self.identity, reqs[i], c)
                         done[i] = c
                     bar.advance(task, len(idx))
                     elapsed = time.perf_counter() - t0
-                    toks = sum(c.completion_tokens for c in done.values())
+                    toks = sum(done[i].completion_tokens for i in missing if i in done)
                     bar.update(task, **{"tok/s": f"{toks / elapsed:.0f}" if elapsed else ""})
-            finally:  # workers/connections belong to this event loop; a model passed in stays loaded
-                await self.backend.aclose()
+            finally:  # workers/connections belong to this event loop; the engine itself stays open
+                await backend.aclose()
 
         with progress("tok/s", enabled=self.show_progress) as bar:
-            task = bar.add_task(description, total=len(reqs), **{"tok/s": ""})
+            task = bar.add_task(description, total=len(missing), **{"tok/s": ""})
             asyncio.run(_run(bar, task))
-        out = [done[i] for i in range(len(reqs))]
-        if stats is not None:
-            stats.requests += len(out)
-            stats.prompt_tokens += sum(c.prompt_tokens for c in out)
-            stats.completion_tokens += sum(c.completion_tokens for c in out)
-            stats.wall_s += time.perf_counter() - t0
-        return [out[i * n:(i + 1) * n] for i in range(len(prompts))]
+        counts["generated_tokens"] = sum(done[i].completion_tokens for i in missing)
+        return done, counts
+
+    def _wait_in_store(self, reqs: list[Request], keys: list[str]) -> dict[int, Completion]:
+        """Another rank completes these (an engine on rank 0 only): wait until the store holds them all."""
+        if self.store is None:
+            raise RuntimeError("ranks other than 0 read rank 0's completions from the store: generation.store must be on")
+        while True:
+            rows = self.store.get_many(keys)
+            if len(rows) == len(set(keys)):
+                return {i: rows[k].to_completion() for i, k in enumerate(keys)}
+            time.sleep(STORE_POLL_S)
+
+
+def _merge_counts(before: list[dict[str, int]], new: list[dict[str, int]]) -> list[dict[str, int]]:
+    """Per-rank counts summed over the calls of one step."""
+    by_rank = {c["rank"]: dict(c) for c in before}
+    for c in new:
+        if c["rank"] in by_rank:
+            for k in ("prompts", "from_store", "requested", "generated_tokens"):
+                by_rank[c["rank"]][k] += c[k]
+        else:
+            by_rank[c["rank"]] = dict(c)
+    return [by_rank[r] for r in sorted(by_rank)]

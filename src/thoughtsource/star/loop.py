@@ -11,7 +11,15 @@
 
 ``iter_0`` holds the few-shot evaluation of the base model.  Every step's artifact is written
 atomically (temp file + rename); a step whose artifact exists is done, so ``resume=True`` continues
-from the last complete step and never redoes a finished one.
+from the last complete step and never redoes a finished one.  Inside a step every completion is
+committed to ``OUT/completions.sqlite`` (keyed by the model's fingerprint, the prompt and the
+parameters) as its batch finishes, so a resumed step asks only for the completions it lacks.  Each
+generation step records the model that produced it (engine, path, fingerprint, what a server
+reported); a resumed run redoes a step whose fingerprint is not the one of its model now.
+
+Engines (``generation.engine``, :mod:`.engines`): transformers or vLLM in process, or a server the
+loop starts per checkpoint.  Under ``accelerate launch`` generation is sharded over the ranks
+(:mod:`.dist`) and rank 0 alone writes every file.
 
 Baselines in the same loop: ``baseline="fewshot"`` (iteration 0 only), ``baseline="direct"``
 (fine-tune on question → answer, no rationales), ``rationalization=False`` (STaR without
@@ -25,6 +33,7 @@ import datetime as _dt
 import json
 import logging
 import shutil
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -33,7 +42,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..io import atomic_write, read_json, write_json
+from ..store import CompletionStore
+from . import dist
 from .config import StarConfig
+from .engines import Session, model_fingerprint, open_session, store_identity
 from .generation import Generator, GenStats
 from .tasks import Problem, Task, TrainingRecord, get_task
 
@@ -74,24 +86,26 @@ def _now() -> str:
 
 
 def _is_main_process() -> bool:
-    import os
-
-    return int(os.environ.get("RANK", "0")) == 0
+    return dist.is_main()
 
 
 def _barrier() -> None:
-    import sys
+    dist.barrier()
 
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        dist.barrier()
+
+def _write(path: Path, data: Any) -> None:
+    """Rank 0 writes; every rank then has the file (the others wait at the barrier)."""
+    if dist.is_main():
+        write_json(path, data)
+        log.info("wrote %s (rank %d of %d)", path, dist.rank(), dist.world_size())
+    dist.barrier()
 
 
 class StarRun:
     """One run directory.  ``run()`` executes (or resumes) the whole loop."""
 
     def __init__(self, cfg: StarConfig, out: str | Path, *, resume: bool = False, show_progress: bool = True,
-                 on_step: Callable[[int, str], None] | None = None) -> None:
+                 on_step: Callable[[int, str], None] | None = None, wrap_backend: Callable[[Any], Any] | None = None) -> None:
         self.cfg = cfg
         self.out = Path(out)
         self.resume = resume
@@ -101,6 +115,11 @@ class StarRun:
         self._model: tuple[int, Any, Any] | None = None  # (iteration, model, tokenizer) held in memory
         self._base_path: str | None = None
         self.done_steps: list[tuple[int, str]] = []  # steps computed (not loaded) in this process
+        self.redone_steps: list[tuple[int, str]] = []  # artifacts found but made by another model: computed again
+        self.wrap_backend = wrap_backend  # tests: wraps each engine's backend (counting, failing)
+        self._session: Session | None = None  # the engine holding one model, kept across that model's steps
+        self._store: CompletionStore | None = None
+        self._fingerprints: dict[str, str] = {}
 
     # ------------------------------------------------------------------ set-up
     def _prepare_out(self) -> None:
@@ -114,8 +133,9 @@ class StarRun:
             if diffs:
                 raise ConfigError("the run's config changed; these options change results, so it cannot resume",
                                   path=str(cfg_path), problems=diffs)
+        dist.barrier()  # every rank has looked before rank 0 writes
         self.out.mkdir(parents=True, exist_ok=True)
-        write_json(cfg_path, self.cfg.model_dump(mode="json"))
+        _write(cfg_path, self.cfg.model_dump(mode="json"))
 
     @property
     def base_path(self) -> str:
@@ -129,16 +149,67 @@ class StarRun:
         """Weights of M_n: the base model for n == 0 (and for every 'fewshot' evaluation)."""
         return self.base_path if n == 0 else str(_checkpoint(self.out, n))
 
-    def _generator(self, n: int) -> Generator:
-        if self.cfg.generation.backend == "openai":
-            return Generator(self.cfg, self._model_path(n), show_progress=self.show_progress)
-        if self._model is None or self._model[0] != n:
-            from ..embedded import load_model
+    # ------------------------------------------------------------------ engines
+    def _fingerprint(self, n: int) -> str | None:
+        """M_n's fingerprint (hash of its files); None when its checkpoint was deleted (keep_checkpoints: false)."""
+        path = self._model_path(n)
+        if n > 0 and not _has_checkpoint(self.out, n):
+            return None
+        if path not in self._fingerprints:
+            self._fingerprints[path] = model_fingerprint(path)
+        return self._fingerprints[path]
 
-            model, tok = load_model(self._model_path(n))
-            self._model = (n, model, tok)
-        _, model, tok = self._model
-        return Generator(self.cfg, self._model_path(n), model=model, tokenizer=tok, show_progress=self.show_progress)
+    def _model_info(self, n: int) -> dict[str, Any]:
+        if self._session is not None and self._session.n == n:
+            return self._session.describe()
+        return {"engine": self.cfg.generation.engine_name, "path": self._model_path(n), "fingerprint": self._fingerprint(n)}
+
+    def _session_for(self, n: int) -> Session:
+        """The engine on M_n: the open one if it holds M_n, else the open one is closed and M_n started."""
+        if self._session is not None and self._session.n == n:
+            return self._session
+        self._close_session()
+        fp = self._fingerprint(n)
+        assert fp is not None, f"M_{n} has no checkpoint"
+        loaded = None
+        if self.cfg.generation.engine_name == "transformers":
+            if self._model is None or self._model[0] != n:
+                from ..embedded import load_model
+
+                model, tok = load_model(self._model_path(n))
+                self._model = (n, model, tok)
+            loaded = self._model[1:]
+        self._session = open_session(self.cfg, n, self._model_path(n), fp, log_dir=self.out / "logs", loaded=loaded)
+        return self._session
+
+    def _close_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+    def _open_store(self) -> None:
+        if self._store is None and (self.cfg.generation.store or dist.world_size() > 1):
+            self._store = CompletionStore(self.out / "completions.sqlite")
+
+    def _generator(self, n: int) -> Generator:
+        fp = self._fingerprint(n)
+        assert fp is not None, f"M_{n} has no checkpoint"
+        shard = self.cfg.generation.engine_name == "transformers"  # vllm and servers run on rank 0 only
+        return Generator(self.cfg, lambda: self._session_for(n), store_identity(self.cfg, fp), store=self._store, shard=shard,
+                         show_progress=self.show_progress, wrap=self.wrap_backend)
+
+    def _load_step(self, path: Path, n: int) -> dict[str, Any] | None:
+        """A finished step's artifact, unless another model than M_n produced it (then None: the step is redone)."""
+        if not path.exists():
+            return None
+        data = read_json(path)
+        recorded = (data.get("model") or {}).get("fingerprint")
+        expected = self._fingerprint(n)
+        if recorded is not None and expected is not None and recorded != expected:
+            log.warning("%s was produced by %s, not by M_%d (%s): redoing it", path, recorded, n, expected)
+            self.redone_steps.append((n, path.stem))
+            return None
+        return data
 
     def _filter_path(self, n: int) -> Path:
         return _iter_dir(self.out, n) / "filter.json"
@@ -183,7 +254,7 @@ class StarRun:
         """Appendix H: the majority answer of k sampled rationales replaces the gold answer."""
         path = d / "pseudo_labels.json"
         pl = self.cfg.pseudo_labels
-        if not path.exists():
+        if self._load_step(path, n - 1) is None:
             stats = GenStats()
             t0 = time.perf_counter()
             texts = self._complete(self._generator(n - 1), train, n - 1, hint=False, description=f"iter {n}: sample x{pl.k}",
@@ -196,7 +267,8 @@ class StarRun:
                 label = max(votes, key=lambda a: (votes[a], -preds.index(a))) if votes else None
                 rows.append({"id": p.id, "label": label, "votes": dict(votes), "gold": p.answer,
                              "label_correct": label is not None and self._same_answer(p, label)})
-            write_json(path, {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3)})
+            _write(path, {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3),
+                          "model": self._model_info(n - 1)})
             self._step_done(n, "pseudo_labels")
         rows = read_json(path)["rows"]
         labels = {r["id"]: r["label"] for r in rows}
@@ -205,8 +277,8 @@ class StarRun:
     def _generate(self, n: int, d: Path, train: list[Problem], *, hint: bool) -> dict[str, Any]:
         name = "rationalize" if hint else "generate"
         path = d / f"{name}.json"
-        if path.exists():
-            return read_json(path)
+        if (done := self._load_step(path, n - 1)) is not None:
+            return done
         stats = GenStats()
         t0 = time.perf_counter()
         texts = self._complete(self._generator(n - 1), train, n - 1, hint=hint, description=f"iter {n}: {name}", stats=stats)
@@ -215,8 +287,9 @@ class StarRun:
         for p, (text,) in zip(train, texts, strict=True):
             rows.append({"id": p.id, "answer": p.answer, "prompt": self.task.prompt(p, ex, hint=hint, direct=self.direct),
                          "text": text, **self._judge(p, text)})
-        result = {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3)}
-        write_json(path, result)
+        result = {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3),
+                  "model": self._model_info(n - 1), "world_size": dist.world_size()}
+        _write(path, result)
         self._step_done(n, name)
         return result
 
@@ -257,9 +330,11 @@ class StarRun:
                                                                  exemplars=train_ex))
                         kept.add((p.id, kind))
                     break  # rationalization only ran on problems answered wrongly
-            write_json(d / "filter.json", report)
+            _write(d / "filter.json", report)
             self._write_rationales(n, d, train, gen, rat, kept)
-        _write_jsonl(path, [r.to_dict() for r in records])
+        if dist.is_main():
+            _write_jsonl(path, [r.to_dict() for r in records])
+        dist.barrier()
         self._step_done(n, "dataset")
         return records
 
@@ -282,7 +357,7 @@ class StarRun:
                 rationalized = kind == "rationalize"
                 cots.append(GeneratedCot(
                     id=f"star-iter{n}-{kind}", prompt_text=r["prompt"], cot=r["text"], author=AUTHOR, date=date,
-                    api_service=self.cfg.generation.backend, model=model,
+                    api_service=self.cfg.generation.engine_name, model=model,
                     answers=[Answer(id=f"star-iter{n}-{kind}-strict", answer_extraction="strict", answer=r["predicted"],
                                     correct_answer=bool(r["correct"]))],
                     star_iteration=n, rationalized=rationalized, kept_for_training=(p.id, kind) in kept,
@@ -290,7 +365,7 @@ class StarRun:
             samples.append(Sample(id=p.id, question=p.question, type=p.type, choices=list(p.choices),  # type: ignore[arg-type]
                                   answer=[p.answer], cot=[p.rationale] if p.rationale else [],
                                   context=p.meta.get("context", ""), generated_cot=cots))
-        write_json(d / "rationales.json", {self.task.name: {"train": [s.to_dict() for s in samples]}})
+        _write(d / "rationales.json", {self.task.name: {"train": [s.to_dict() for s in samples]}})
 
     def _train(self, n: int, d: Path, records: list[TrainingRecord]) -> dict[str, Any]:
         path = d / "train_stats.json"
@@ -315,7 +390,7 @@ class StarRun:
         _barrier()  # under `accelerate launch` every rank waits for rank 0's checkpoint
         shutil.rmtree(d / "trainer", ignore_errors=True)
         stats["wall_s"] = round(time.perf_counter() - t0, 3)
-        write_json(path, stats)
+        _write(path, stats)
         model.eval()
         self._model = (n, model, tok)
         if not self.cfg.keep_checkpoints and n > 1:
@@ -325,15 +400,16 @@ class StarRun:
 
     def _evaluate(self, n: int, d: Path, test: list[Problem], name: str = "test") -> dict[str, Any]:
         path = d / f"{name}.json"
-        if path.exists():
-            return read_json(path)
+        if (done := self._load_step(path, n)) is not None:
+            return done
         stats = GenStats()
         t0 = time.perf_counter()
         texts = self._complete(self._generator(n), test, n, hint=False, description=f"iter {n}: {name}", stats=stats)
         rows = [{"id": p.id, "group": self.task.groups(p), "answer": p.answer, "text": t, **self._judge(p, t)}
                 for p, (t,) in zip(test, texts, strict=True)]
-        result = {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3)}
-        write_json(path, result)
+        result = {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3),
+                  "model": self._model_info(n), "world_size": dist.world_size()}
+        _write(path, result)
         self._step_done(n, name)
         return result
 
@@ -393,7 +469,18 @@ class StarRun:
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> dict[str, Any]:
+        dist.init()
         self._prepare_out()
+        self._open_store()
+        try:
+            return self._run()
+        finally:
+            self._close_session()
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    def _run(self) -> dict[str, Any]:
         cfg = self.cfg
         if cfg.generation.threads:
             import torch
@@ -407,7 +494,7 @@ class StarRun:
         if not (d0 / "metrics.json").exists():
             dev0 = self._evaluate(0, d0, dev, "dev") if dev else None
             m0 = self._metrics(0, [], None, None, None, None, self._evaluate(0, d0, test), dev0)
-            write_json(d0 / "metrics.json", m0)
+            _write(d0 / "metrics.json", m0)
         all_metrics.append(read_json(d0 / "metrics.json"))
         if not (self.out / "metrics.json").exists():  # the summary exists from the first finished step on
             self._write_summary(all_metrics)
@@ -430,7 +517,12 @@ class StarRun:
                     wrong = [by_id[r["id"]] for r in gen["rows"] if not r["correct"]]
                     rat = self._generate(n, d, wrong, hint=True)
             records = self._dataset(n, d, train, gen, rat)
+            self._close_session()  # an engine's GPU memory goes back before training
             train_stats = self._train(n, d, records)
+            self._fingerprints.pop(self._model_path(n), None)  # M_n's files are new
+            if cfg.generation.engine_name != "transformers":
+                self._model = None  # the trained weights are served from the checkpoint, not from this process
+                _free_memory()
             test_res = self._evaluate(n, d, test)
             dev_res = self._evaluate(n, d, dev, "dev") if dev else None
             m = self._metrics(n, train, gen, rat, records, train_stats, test_res, dev_res)
@@ -438,7 +530,7 @@ class StarRun:
                 rows = read_json(d / "pseudo_labels.json")["rows"]
                 m["pseudo_labels"] = {"labelled": sum(r["label"] is not None for r in rows), "n": len(rows),
                                       "label_accuracy": _acc(sum(bool(r["label_correct"]) for r in rows), len(rows))}
-            write_json(d / "metrics.json", m)
+            _write(d / "metrics.json", m)
             all_metrics.append(m)
             self._write_summary(all_metrics)
         summary = self._write_summary(all_metrics)
@@ -446,7 +538,9 @@ class StarRun:
 
     def _write_summary(self, all_metrics: list[dict[str, Any]]) -> dict[str, Any]:
         summary = {"config": self.cfg.model_dump(mode="json"), "iterations": all_metrics}
-        write_json(self.out / "metrics.json", summary)
+        _write(self.out / "metrics.json", summary)
+        if not dist.is_main():
+            return summary
         try:
             from .plots import plot_run
 
@@ -454,6 +548,15 @@ class StarRun:
         except Exception as e:  # plotting never breaks a run
             log.warning("plots not written: %s", e)
         return summary
+
+
+def _free_memory() -> None:
+    import gc
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def run_star(cfg: StarConfig, out: str | Path, *, resume: bool = False, show_progress: bool = True) -> dict[str, Any]:

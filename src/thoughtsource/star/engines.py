@@ -1,0 +1,334 @@
+"""Generation engines of the STaR loop: one model (M_n) at a time, opened for a step and closed before training.
+
+* ``transformers``: :class:`~thoughtsource.backends.transformers_local.TransformersBackend` in this
+  process, on the model in memory (the one just trained) or loaded from the checkpoint;
+* ``vllm``: ``vllm.LLM`` in this process on the iteration's checkpoint (:class:`VLLMBackend`); closing
+  it deletes the engine and frees the GPU memory before training;
+* ``server``: a command started for each checkpoint (:class:`ServerProcess`, e.g. ``vllm serve
+  {checkpoint} --port {port}``), health-checked on ``/v1/models``, checked to serve that checkpoint
+  (its ``fingerprint`` or ``root``), used through the ``openai`` backend and stopped afterwards.
+
+Every engine names its model by :func:`model_fingerprint` (a hash of the checkpoint's files), which
+keys the completion store and is recorded in each step's JSON, so a resumed run never takes a step
+produced by another model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..backends import Backend, Completion, Request, get_backend
+from ..errors import ConfigError, ThoughtSourceError
+from .config import ServerEngine, StarConfig
+
+log = logging.getLogger(__name__)
+
+
+class EngineError(ThoughtSourceError):
+    """An engine could not be started or does not serve the model it was started for."""
+
+
+# --------------------------------------------------------------------------- fingerprints
+def model_fingerprint(path: str) -> str:
+    """``sha256:...`` of config.json + safetensors of a model folder (memoised); ``name:<path>`` for anything else."""
+    from ..embedded import resolve_model
+
+    resolved = Path(resolve_model(path))
+    if resolved.is_dir():
+        from ..backends.transformers_local import _folder_fingerprint
+
+        return _folder_fingerprint(resolved)
+    return f"name:{path}"
+
+
+# --------------------------------------------------------------------------- vllm (in process)
+def vllm_inputs(requests: Sequence[Request]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The prompts and the ``SamplingParams`` keyword arguments of each request (one sample each: the
+    n samples of a prompt are separate requests with their own seeds, so each is stored on its own)."""
+    prompts: list[str] = []
+    params: list[dict[str, Any]] = []
+    for r in requests:
+        if r.messages:
+            raise EngineError("the vllm engine completes plain prompts; STaR prompts are text, not chat messages")
+        prompts.append(r.prompt)
+        params.append({"n": 1, "temperature": r.temperature, "top_p": r.top_p, "max_tokens": r.max_tokens,
+                       "stop": list(r.stop), "seed": r.seed})
+    return prompts, params
+
+
+def vllm_completion(output: Any) -> Completion:
+    """A ``vllm.RequestOutput`` (first sample) as a :class:`Completion`."""
+    sample = output.outputs[0]
+    return Completion(text=sample.text, prompt_tokens=len(output.prompt_token_ids or ()),
+                      completion_tokens=len(sample.token_ids or ()), finish_reason=str(sample.finish_reason or ""))
+
+
+def require_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError:
+        raise ConfigError("generation.engine 'vllm' needs vLLM in this environment: pip install vllm "
+                          "(or use engine: server with a vLLM server started per checkpoint)") from None
+    return vllm
+
+
+def release_gpu_memory(*, destroy_distributed: bool) -> None:
+    """After deleting a vLLM engine: its model-parallel groups, the garbage, torch's CUDA cache."""
+    with contextlib.suppress(ImportError):
+        from vllm.distributed import parallel_state
+
+        with contextlib.suppress(Exception):
+            parallel_state.destroy_model_parallel()
+        if destroy_distributed:
+            with contextlib.suppress(Exception):
+                parallel_state.destroy_distributed_environment()
+    gc.collect()
+    with contextlib.suppress(ImportError):
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+            with contextlib.suppress(Exception):
+                torch.cuda.ipc_collect()
+
+
+class VLLMBackend:
+    """``vllm.LLM`` on one checkpoint, behind the backend protocol (``release()`` frees the GPU)."""
+
+    name = "vllm"
+
+    def __init__(self, model_path: str, fingerprint: str, *, seed: int, dtype: str, options: dict[str, Any]) -> None:
+        vllm = require_vllm()
+        self.fingerprint = fingerprint
+        self._sampling_params = vllm.SamplingParams
+        self.llm: Any = vllm.LLM(model=model_path, seed=seed, dtype=dtype, **options)
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"backend": self.name, "weights": self.fingerprint}
+
+    async def complete(self, requests: list[Request]) -> list[Completion]:
+        prompts, params = vllm_inputs(requests)
+        outputs = self.llm.generate(prompts, [self._sampling_params(**p) for p in params], use_tqdm=False)
+        return [vllm_completion(o) for o in outputs]
+
+    async def aclose(self) -> None:  # the engine lives until release(): generate and rationalize share it
+        return None
+
+    def release(self) -> None:
+        self.llm = None
+        release_gpu_memory(destroy_distributed=_world_size() == 1)
+
+
+def _world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+# --------------------------------------------------------------------------- server (a process per checkpoint)
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def server_argv(template: str, *, checkpoint: str, port: int, model_name: str) -> list[str]:
+    """The command template split like a shell line, each word's placeholders filled (no shell)."""
+    values = {"checkpoint": checkpoint, "port": port, "model_name": model_name}
+    try:
+        return [word.format(**values) for word in shlex.split(template)]
+    except (KeyError, IndexError, ValueError) as e:
+        raise ConfigError(f"generation.server.command {template!r}: bad placeholder {e}; "
+                          "use {checkpoint}, {port}, {model_name}") from None
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class ServerProcess:
+    """A model server started for one checkpoint; ``start()`` returns once it serves that checkpoint."""
+
+    def __init__(self, opts: ServerEngine, checkpoint: str, fingerprint: str, log_path: Path) -> None:
+        self.opts, self.checkpoint, self.fingerprint, self.log_path = opts, checkpoint, fingerprint, log_path
+        self.port = opts.port or free_port(opts.host)
+        self.argv = server_argv(opts.command, checkpoint=checkpoint, port=self.port, model_name=opts.model_name)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.served: dict[str, Any] = {}
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.opts.host}]" if ":" in self.opts.host else self.opts.host
+        return f"http://{host}:{self.port}/v1"
+
+    def start(self) -> dict[str, Any]:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log.info("starting the model server for %s: %s (log: %s)", self.checkpoint, shlex.join(self.argv), self.log_path)
+        with self.log_path.open("ab") as fh:
+            try:
+                self.proc = subprocess.Popen(self.argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                             env={**os.environ, **self.opts.env}, start_new_session=True)
+            except OSError as e:
+                raise EngineError(f"cannot start the model server {shlex.join(self.argv)}: {e}") from None
+        try:
+            entry = self._wait_healthy()
+            self.served = self._check(entry)
+        except BaseException:
+            self.stop()
+            raise
+        return self.served
+
+    def _fail(self, why: str) -> EngineError:
+        tail = _tail(self.log_path)
+        return EngineError(f"model server {shlex.join(self.argv)} {why}" + (f"; its last output:\n{tail}" if tail else ""))
+
+    def _wait_healthy(self) -> dict[str, Any]:
+        import httpx
+
+        deadline = time.monotonic() + self.opts.startup_timeout_s
+        assert self.proc is not None
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                raise self._fail(f"exited with status {code} before serving")
+            try:
+                r = httpx.get(f"{self.base_url}/models", timeout=5.0)
+                if r.status_code == 200:
+                    data = r.json().get("data") or []
+                    entry = next((m for m in data if m.get("id") == self.opts.model_name), None)
+                    if entry is None:
+                        raise self._fail(f"serves {[m.get('id') for m in data]}, not {self.opts.model_name!r} "
+                                         "(pass --served-model-name {model_name} in the command)")
+                    return dict(entry)
+            except (httpx.HTTPError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                raise self._fail(f"did not answer {self.base_url}/models within {self.opts.startup_timeout_s:g} s")
+            time.sleep(0.5)
+
+    def _check(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """The server must serve this checkpoint: its reported fingerprint (serve-model) or root (vLLM) says so."""
+        served = {"id": entry.get("id"), "fingerprint": entry.get("fingerprint"), "root": entry.get("root")}
+        if served["fingerprint"] is not None:
+            if served["fingerprint"] != self.fingerprint:
+                raise self._fail(f"serves weights {served['fingerprint']}, not the checkpoint {self.checkpoint} "
+                                 f"({self.fingerprint}); does the command pass {{checkpoint}}?")
+        elif served["root"] is not None:
+            if Path(str(served["root"])).resolve() != Path(self.checkpoint).resolve():
+                raise self._fail(f"serves {served['root']}, not the checkpoint {self.checkpoint}; "
+                                 "does the command pass {checkpoint}?")
+        else:
+            log.warning("the model server reports neither fingerprint nor root: cannot check that it serves %s", self.checkpoint)
+        return served
+
+    def stop(self) -> None:
+        """Terminate the server's process group; kill it after the grace period."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, self.opts.stop_grace_s), (signal.SIGKILL, 30.0)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, sig) if sys.platform != "win32" else proc.send_signal(sig)
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                log.warning("the model server (pid %d) did not stop after %s; killing it", proc.pid, sig.name)
+        log.info("model server for %s stopped", self.checkpoint)
+
+
+# --------------------------------------------------------------------------- sessions
+@dataclass
+class Session:
+    """One model (M_n) in one engine: the backend to complete with, what identifies the model, how to close it."""
+
+    n: int
+    engine: str
+    model_path: str
+    fingerprint: str
+    backend: Backend
+    served: dict[str, Any] | None = None
+    _closers: list[Any] = field(default_factory=list)
+
+    def describe(self) -> dict[str, Any]:
+        """What a step's JSON records about the model that produced it."""
+        d: dict[str, Any] = {"engine": self.engine, "path": self.model_path, "fingerprint": self.fingerprint}
+        if self.served is not None:
+            d["served"] = self.served
+        return d
+
+    def close(self) -> None:
+        while self._closers:
+            self._closers.pop()()
+
+
+def store_identity(cfg: StarConfig, fingerprint: str) -> dict[str, Any]:
+    """What keys a STaR completion besides the request: the engine, the weights, options that change outputs."""
+    g = cfg.generation
+    ident: dict[str, Any] = {"star": 1, "engine": g.engine_name, "weights": fingerprint, "dtype": g.dtype, "options": g.options}
+    if g.engine_name == "transformers":
+        ident["prefix_cache"] = g.prefix_cache
+    if g.engine_name == "server":
+        ident["server_kind"] = g.server.server_kind
+    return ident
+
+
+def open_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, *, log_dir: Path,
+                 loaded: tuple[Any, Any] | None = None) -> Session:
+    """Start the configured engine on ``model_path`` (M_n); ``loaded``: (model, tokenizer) already in memory."""
+    g = cfg.generation
+    if g.engine_name == "vllm":
+        if _world_size() > 1:
+            raise ConfigError("engine vllm (in process) cannot run under a multi-process `accelerate launch`: vLLM sets up "
+                              "its own torch.distributed; use engine: server (started by rank 0) instead")
+        vb = VLLMBackend(model_path, fingerprint, seed=cfg.seed, dtype=g.dtype, options=g.options)
+        return Session(n, "vllm", model_path, fingerprint, vb, _closers=[vb.release])
+    if g.engine_name == "server":
+        server = ServerProcess(g.server, model_path, fingerprint, log_dir / f"server-M{n}.log")
+        served = server.start()
+        backend = get_backend("openai", model=g.server.model_name, base_url=server.base_url, server_kind=g.server.server_kind,
+                              concurrency=g.server.concurrency, api_key="EMPTY", api="completions")
+        return Session(n, "server", model_path, fingerprint, backend, served=served, _closers=[server.stop])
+    return _transformers_session(cfg, n, model_path, fingerprint, loaded)
+
+
+def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, loaded: tuple[Any, Any] | None) -> Session:
+    g = cfg.generation
+    if loaded is None:
+        from ..embedded import load_model
+
+        loaded = load_model(model_path)
+    model, tok = loaded
+    _to_local_gpu(model)
+    options = dict(g.options)
+    if not g.prefix_cache:
+        options.setdefault("mode", "generate")
+    if g.threads:
+        options.setdefault("threads", g.threads)
+    backend = get_backend("transformers", model=model, tokenizer=tok, batch_size=g.batch_size, fingerprint=fingerprint, **options)
+    return Session(n, "transformers", model_path, fingerprint, backend)
+
+
+def _to_local_gpu(model: Any) -> None:
+    """On a GPU machine a model loaded on the CPU generates on this rank's GPU (``LOCAL_RANK``)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the models extra
+        return
+    if torch.cuda.is_available() and next(model.parameters()).device.type == "cpu":
+        model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}")
