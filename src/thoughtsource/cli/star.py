@@ -165,6 +165,10 @@ def run(
             summary = loop.run_star(cfg, out, resume=resume)
         else:
             summary = run_seeds(cfg, out, seed_list, resume=resume)
+    from ..star import dist
+
+    if not dist.is_main():  # under `accelerate launch` rank 0 reports
+        return
     written = out / ("metrics.json" if seed_list is None else "aggregate.json")
     console.print(f"wrote {written} and plots under {out / 'plots'}")
     if as_json:

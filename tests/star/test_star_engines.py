@@ -1,0 +1,194 @@
+"""STaR generation engines without a model: the config's engine field (and the old backend field), the vLLM
+prompt/parameter mapping, and the server engine's start, health check, model check and stop (on a stub server)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from thoughtsource.backends import Request
+from thoughtsource.errors import ConfigError
+from thoughtsource.star.config import ServerEngine, StarConfig
+from thoughtsource.star.engines import (
+    EngineError,
+    ServerProcess,
+    model_fingerprint,
+    require_vllm,
+    server_argv,
+    store_identity,
+    vllm_completion,
+    vllm_inputs,
+)
+
+# --------------------------------------------------------------------------- config
+
+
+def test_engine_defaults_to_transformers_and_the_old_backend_field_still_means_it() -> None:
+    assert StarConfig().generation.engine == "transformers"
+    old = StarConfig.from_dict({"generation": {"backend": "transformers", "batch_size": 4}})
+    assert old.generation.engine == "transformers" and old.generation.backend is None
+    # a run directory written before the engine field resumes: its results fields equal the new spelling's
+    assert old.result_fields() == StarConfig.from_dict({"generation": {"engine": "transformers"}}).result_fields()
+    assert StarConfig.from_dict({"generation": {"engine": "server"}}).generation.server.command.startswith("vllm serve {checkpoint}")
+
+
+@pytest.mark.parametrize("generation", [{"backend": "openai"}, {"backend": "openai", "base_url": "http://h:8000/v1", "served_model": "x"},
+                                        {"base_url": "http://h:8000/v1"}])
+def test_a_server_the_loop_does_not_start_is_refused_with_the_way_out(generation: dict) -> None:
+    with pytest.raises(ConfigError) as e:
+        StarConfig.from_dict({"generation": generation})
+    assert "engine: server" in str(e.value) and "{checkpoint}" in str(e.value)
+
+
+def test_backend_and_engine_must_agree() -> None:
+    with pytest.raises(ConfigError, match="disagree"):
+        StarConfig.from_dict({"generation": {"backend": "transformers", "engine": "vllm"}})
+
+
+def test_how_a_server_is_started_does_not_block_resume_but_what_it_runs_does() -> None:
+    a = StarConfig.from_dict({"generation": {"engine": "server", "server": {"command": "a {checkpoint} {port}", "port": 9000}}})
+    b = StarConfig.from_dict({"generation": {"engine": "server", "server": {"command": "b {checkpoint} {port}"}}})
+    c = StarConfig.from_dict({"generation": {"engine": "server", "server": {"server_kind": "sglang"}}})
+    assert a.result_fields() == b.result_fields() != c.result_fields()
+
+
+def test_the_published_vllm_config_starts_a_server_per_checkpoint() -> None:
+    cfg = StarConfig.from_file(Path(__file__).resolve().parents[2] / "configs" / "star" / "commonsense_qa_vllm.yaml")
+    assert cfg.generation.engine == "server"
+    argv = server_argv(cfg.generation.server.command, checkpoint="/runs/cqa/iter_3/checkpoint", port=8123, model_name="m")
+    assert argv[:3] == ["vllm", "serve", "/runs/cqa/iter_3/checkpoint"] and "8123" in argv
+
+
+# --------------------------------------------------------------------------- vllm (no vllm needed)
+
+
+def test_vllm_inputs_map_each_request_to_one_sample_with_its_own_seed() -> None:
+    reqs = [Request(prompt="Q1\nA:", max_tokens=40, temperature=0.0, stop=("\n\n",), seed=7),
+            Request(prompt="Q2\nA:", max_tokens=8, temperature=0.7, top_p=0.9, seed=8, sample_index=1)]
+    prompts, params = vllm_inputs(reqs)
+    assert prompts == ["Q1\nA:", "Q2\nA:"]
+    assert params == [{"n": 1, "temperature": 0.0, "top_p": 1.0, "max_tokens": 40, "stop": ["\n\n"], "seed": 7},
+                      {"n": 1, "temperature": 0.7, "top_p": 0.9, "max_tokens": 8, "stop": [], "seed": 8}]
+    with pytest.raises(EngineError, match="plain prompts"):
+        vllm_inputs([Request(messages=({"role": "user", "content": "hi"},))])
+
+
+def test_vllm_outputs_become_completions() -> None:
+    from types import SimpleNamespace
+
+    sample = SimpleNamespace(text=" 12\n", token_ids=[1, 2, 3], finish_reason="stop")
+    c = vllm_completion(SimpleNamespace(prompt_token_ids=[5, 6], outputs=[sample]))
+    assert (c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason) == (" 12\n", 2, 3, "stop")
+
+
+def test_the_vllm_engine_without_vllm_says_how_to_get_it() -> None:
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(ConfigError, match="pip install vllm"):
+            require_vllm()
+    else:
+        pytest.skip("vllm is installed")
+
+
+def test_store_identity_names_engine_and_weights() -> None:
+    cfg = StarConfig.from_dict({"generation": {"engine": "server", "server": {"server_kind": "serve-model"}}})
+    ident = store_identity(cfg, "sha256:abc")
+    assert ident["engine"] == "server" and ident["weights"] == "sha256:abc" and ident["server_kind"] == "serve-model"
+    assert store_identity(StarConfig(), "sha256:abc") != store_identity(StarConfig(), "sha256:def")
+
+
+def test_model_fingerprint_hashes_the_checkpoint_files(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    (ckpt / "model.safetensors").write_bytes(b"weights-1")
+    first = model_fingerprint(str(ckpt))
+    assert first.startswith("sha256:") and model_fingerprint(str(ckpt)) == first
+    time.sleep(0.01)
+    (ckpt / "model.safetensors").write_bytes(b"weights-2")
+    assert model_fingerprint(str(ckpt)) != first
+    assert model_fingerprint("org/not-a-folder") == "name:org/not-a-folder"
+
+
+# --------------------------------------------------------------------------- server (a stub)
+
+STUB = '''
+import json, sys, http.server
+port, body = int(sys.argv[1]), open(sys.argv[2]).read().encode()
+print("stub serving", sys.argv[3], flush=True)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+'''
+
+
+def _stub(tmp_path: Path, entry: dict) -> str:
+    (tmp_path / "stub.py").write_text(STUB)
+    (tmp_path / "body.json").write_text(json.dumps({"object": "list", "data": [entry]}))
+    return f"{sys.executable} {tmp_path / 'stub.py'} {{port}} {tmp_path / 'body.json'} {{checkpoint}}"
+
+
+def _server(tmp_path: Path, command: str, fingerprint: str = "sha256:good", **opts: object) -> ServerProcess:
+    options = ServerEngine(**{"command": command, "model_name": "star-current", "startup_timeout_s": 20, "stop_grace_s": 2, **opts})
+    return ServerProcess(options, str(tmp_path / "ckpt"), fingerprint, tmp_path / "logs" / "server.log")
+
+
+def test_server_is_started_checked_and_stopped(tmp_path: Path) -> None:
+    server = _server(tmp_path, _stub(tmp_path, {"id": "star-current", "fingerprint": "sha256:good"}))
+    served = server.start()
+    proc = server.proc
+    assert served == {"id": "star-current", "fingerprint": "sha256:good", "root": None}
+    assert server.argv[-1] == str(tmp_path / "ckpt") and server.base_url == f"http://127.0.0.1:{server.port}/v1"
+    server.stop()
+    assert proc is not None and proc.poll() is not None and server.proc is None
+    assert "stub serving" in (tmp_path / "logs" / "server.log").read_text()
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"id": "star-current", "fingerprint": "sha256:old"}, "serves weights sha256:old, not the checkpoint"),
+    ({"id": "star-current", "root": "/models/base"}, "serves /models/base, not the checkpoint"),
+    ({"id": "another-name"}, "not 'star-current'"),
+])
+def test_a_server_holding_another_model_is_refused_and_stopped(tmp_path: Path, entry: dict, message: str) -> None:
+    server = _server(tmp_path, _stub(tmp_path, entry))
+    with pytest.raises(EngineError, match=message):
+        server.start()
+    assert server.proc is None
+
+
+def test_a_server_reporting_its_root_is_checked_against_the_checkpoint(tmp_path: Path) -> None:
+    server = _server(tmp_path, _stub(tmp_path, {"id": "star-current", "root": str(tmp_path / "ckpt")}))
+    try:
+        assert server.start()["root"] == str(tmp_path / "ckpt")
+    finally:
+        server.stop()
+
+
+def test_a_server_that_dies_fails_with_its_last_output(tmp_path: Path) -> None:
+    cmd = f"{sys.executable} -c \"import sys; print('CUDA out of memory loading', sys.argv[1]); sys.exit(3)\" {{checkpoint}}"
+    with pytest.raises(EngineError) as e:
+        _server(tmp_path, cmd).start()
+    assert "exited with status 3" in str(e.value) and "CUDA out of memory loading" in str(e.value)
+
+
+def test_a_server_that_never_answers_times_out_and_is_killed(tmp_path: Path) -> None:
+    cmd = f"{sys.executable} -c \"import time; print('still loading', flush=True); time.sleep(600)\""
+    server = _server(tmp_path, cmd, startup_timeout_s=2)
+    t0 = time.monotonic()
+    with pytest.raises(EngineError, match=r"did not answer .*/v1/models within 2 s(.|\n)*still loading"):
+        server.start()
+    assert time.monotonic() - t0 < 30 and server.proc is None
+
+
+def test_bad_placeholders_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="checkpoint"):
+        server_argv("vllm serve {model}", checkpoint="c", port=1, model_name="m")
+    assert server_argv("serve '{checkpoint}' --port={port}", checkpoint="/a b/c", port=5, model_name="m") == ["serve", "/a b/c", "--port=5"]
