@@ -1,0 +1,101 @@
+"""Finer resume: STaR generation goes through the run's completion store, so a run killed in the middle of a
+generation step asks, when resumed, only for the completions it had not finished (embedded model, CPU)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from thoughtsource.backends import Completion, Request
+from thoughtsource.io import read_json
+from thoughtsource.star.config import StarConfig
+from thoughtsource.star.loop import StarRun
+
+pytestmark = pytest.mark.slow
+
+CFG = {
+    "task": "arithmetic",
+    "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 2, "n_dev_per_digit": 2},
+    "iterations": 1,
+    "fewshot_k": 1,
+    "steps": {"first": 1, "warmup_steps": 0},
+    "generation": {"batch_size": 2, "max_new_tokens": 30},
+}
+
+
+class _Killed(Exception):
+    pass
+
+
+class _Stop(Exception):
+    pass
+
+
+class Recording:
+    """Wraps an engine's backend: records every prompt sent; raises (a kill) before the call that would pass ``fail_after``."""
+
+    def __init__(self, sent: list[str], fail_after: int | None = None) -> None:
+        self.sent, self.fail_after = sent, fail_after
+
+    def __call__(self, backend: Any) -> Any:
+        outer = self
+
+        class Wrapped:
+            name = backend.name
+
+            def cache_identity(self) -> dict[str, Any]:
+                return backend.cache_identity()
+
+            async def complete(self, requests: list[Request]) -> list[Completion]:
+                if outer.fail_after is not None and len(outer.sent) + len(requests) > outer.fail_after:
+                    raise _Killed(f"killed after {len(outer.sent)} completions")
+                outer.sent.extend(r.prompt for r in requests)
+                return await backend.complete(requests)
+
+            async def aclose(self) -> None:
+                await backend.aclose()
+
+        return Wrapped()
+
+
+def _stop_after_generate(n: int, step: str) -> None:
+    if step == "generate":
+        raise _Stop
+
+
+def _run(out: Path, sent: list[str], *, fail_after: int | None = None, resume: bool = False) -> StarRun:
+    run = StarRun(StarConfig.from_dict(CFG), out, resume=resume, show_progress=False, on_step=_stop_after_generate,
+                  wrap_backend=Recording(sent, fail_after))
+    with pytest.raises((_Stop, _Killed)):
+        run.run()
+    return run
+
+
+def test_a_killed_generation_resumes_asking_only_for_unfinished_completions(tmp_path: Path) -> None:
+    # uninterrupted: iteration 0 (2 dev + 2 test prompts), then iteration 1's generation of 8 prompts
+    whole: list[str] = []
+    _run(tmp_path / "whole", whole)
+    assert len(whole) == 12
+    # killed after 4 of the 8 generation completions (2 batches of 2 committed; iteration 0 done)
+    first: list[str] = []
+    _run(tmp_path / "run", first, fail_after=8)
+    assert len(first) == 8 and not (tmp_path / "run" / "iter_1" / "generate.json").exists()
+    # resumed: only the 4 unfinished generation prompts go to the model again
+    second: list[str] = []
+    run = _run(tmp_path / "run", second, resume=True)
+    gen_prompts = {r["prompt"] for r in read_json(tmp_path / "whole" / "iter_1" / "generate.json")["rows"]}
+    assert len(second) == 4 and set(second) <= gen_prompts and not set(second) & set(first)
+    assert set(first[4:]) | set(second) == gen_prompts  # together exactly the step's prompts, each asked once
+    assert run.done_steps == [(1, "generate")]  # iteration 0 was done and is not redone
+    got = read_json(tmp_path / "run" / "iter_1" / "generate.json")
+    want = read_json(tmp_path / "whole" / "iter_1" / "generate.json")
+    assert got["rows"] == want["rows"]  # the same results as the uninterrupted run
+    assert (got["stats"]["from_store"], got["stats"]["requested"]) == (4, 4)
+    assert got["model"]["fingerprint"] == want["model"]["fingerprint"]
+    # a step redone (its file lost) with everything in the store asks the model for nothing
+    (tmp_path / "run" / "iter_1" / "generate.json").unlink()
+    third: list[str] = []
+    _run(tmp_path / "run", third, resume=True)
+    assert third == [] and read_json(tmp_path / "run" / "iter_1" / "generate.json")["rows"] == want["rows"]
