@@ -188,8 +188,13 @@ class StarRun:
             session.close()
 
     def _open_store(self) -> None:
+        """OUT/completions.sqlite: rank 0 creates it (WAL, migrations) before the other ranks open it."""
         if self._store is None and (self.cfg.generation.store or dist.world_size() > 1):
-            self._store = CompletionStore(self.out / "completions.sqlite")
+            if dist.is_main():
+                self._store = CompletionStore(self.out / "completions.sqlite")
+            dist.barrier()
+            if not dist.is_main():
+                self._store = CompletionStore(self.out / "completions.sqlite")
 
     def _generator(self, n: int) -> Generator:
         fp = self._fingerprint(n)

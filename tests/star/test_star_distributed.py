@@ -1,0 +1,93 @@
+"""A tiny STaR iteration under ``accelerate launch`` with 2 CPU processes (gloo): generation is sharded over the
+ranks, rank 0 alone writes every file, training runs under DDP, and the greedy generations equal a one-process run.
+
+``accelerate launch --cpu`` starts one process unless mpirun is set up, so the two CPU processes are started the way
+torchrun starts them (``--multi_gpu`` with ``ACCELERATE_USE_CPU=true`` and no visible GPU): accelerate then joins a
+gloo process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from thoughtsource.io import read_json
+from thoughtsource.star.config import StarConfig
+from thoughtsource.star.loop import StarRun
+
+pytestmark = [pytest.mark.distributed, pytest.mark.slow]
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+CFG = {
+    "task": "arithmetic",
+    "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 3, "n_dev_per_digit": 2},
+    "iterations": 1,
+    "fewshot_k": 2,
+    "steps": {"first": 2, "warmup_steps": 0},
+    "batch_size": 2,
+    "lr": 1e-4,
+    "generation": {"batch_size": 2, "max_new_tokens": 40},
+}
+# made by M_0 (the base model), so identical whatever the number of processes; M_1 differs with the global batch size
+FROM_BASE = ["iter_0/test", "iter_0/dev", "iter_1/generate", "iter_1/rationalize"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _launch(cfg: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]), "ACCELERATE_USE_CPU": "true",
+           "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1", "COLUMNS": "1000"}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
+           "-m", "thoughtsource", "star", "run", "--config", str(cfg), "--out", str(out)]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_two_processes_shard_generation_and_one_writes(tmp_path: Path) -> None:
+    (tmp_path / "cfg.yaml").write_text(json.dumps(CFG))
+    out = tmp_path / "ddp"
+    proc = _launch(tmp_path / "cfg.yaml", out)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[:6000] + "\n...\n" + log[-3000:]
+
+    # each rank generated its share: prompts r, r+2, ...; the step records both ranks' counts
+    for step, n in (("iter_0/test", 3), ("iter_0/dev", 2), ("iter_1/generate", 8), ("iter_1/test", 3)):
+        data = read_json(out / f"{step}.json")
+        assert data["world_size"] == 2
+        ranks = data["stats"]["ranks"]
+        assert [r["rank"] for r in ranks] == [0, 1], step
+        assert [r["prompts"] for r in ranks] == [(n + 1) // 2, n // 2] and [r["requested"] for r in ranks] == [(n + 1) // 2, n // 2]
+    # one process wrote every file: each artifact written once, by rank 0
+    writes = re.findall(r"wrote (\S+) \(rank (\d) of (\d)\)", log)
+    assert writes and {(r, w) for _, r, w in writes} == {("0", "2")}
+    counts = Counter(p for p, _, _ in writes if not p.endswith(f"{out.name}/metrics.json"))  # the summary is rewritten
+    assert counts and max(counts.values()) == 1, counts
+    assert {str(out / f"{s}.json") for s in FROM_BASE} <= set(counts)
+    assert log.count("wrote " + str(out / "metrics.json") + " and plots") == 1  # the final report: rank 0 only
+    # a real iteration: rationales kept, two optimizer steps under DDP, a checkpoint evaluated
+    m1 = read_json(out / "iter_1" / "metrics.json")
+    assert m1["kept"] > 0 and m1["steps"] == 2 and (out / "iter_1" / "checkpoint" / "config.json").exists()
+    assert not list(out.rglob("*.tmp"))
+
+    # the greedy results equal one process's
+    single = tmp_path / "single"
+    StarRun(StarConfig.from_dict(CFG), single, show_progress=False).run()
+    for step in FROM_BASE:
+        a, b = read_json(out / f"{step}.json"), read_json(single / f"{step}.json")
+        assert a["rows"] == b["rows"], step
+        assert a["model"]["fingerprint"] == b["model"]["fingerprint"]
+        assert read_json(single / f"{step}.json")["stats"]["ranks"] == [
+            {"rank": 0, "prompts": len(b["rows"]), "from_store": 0, "requested": len(b["rows"]),
+             "generated_tokens": b["stats"]["completion_tokens"]}]
