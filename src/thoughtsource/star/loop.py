@@ -259,7 +259,7 @@ class StarRun:
         """Appendix H: the majority answer of k sampled rationales replaces the gold answer."""
         path = d / "pseudo_labels.json"
         pl = self.cfg.pseudo_labels
-        if self._load_step(path, n - 1) is None:
+        if not path.exists():
             stats = GenStats()
             t0 = time.perf_counter()
             texts = self._complete(self._generator(n - 1), train, n - 1, hint=False, description=f"iter {n}: sample x{pl.k}",
@@ -272,8 +272,7 @@ class StarRun:
                 label = max(votes, key=lambda a: (votes[a], -preds.index(a))) if votes else None
                 rows.append({"id": p.id, "label": label, "votes": dict(votes), "gold": p.answer,
                              "label_correct": label is not None and self._same_answer(p, label)})
-            _write(path, {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3),
-                          "model": self._model_info(n - 1)})
+            write_json(path, {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3)})
             self._step_done(n, "pseudo_labels")
         rows = read_json(path)["rows"]
         labels = {r["id"]: r["label"] for r in rows}
