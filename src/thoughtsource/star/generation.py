@@ -39,6 +39,32 @@ class GenStats:
                 "wall_s": round(self.wall_s, 3), "tokens_per_s": round(self.tokens_per_s, 2)}
 
 
+def generation_placement(dtype: str = "auto") -> tuple[str, Any]:
+    """(device, torch dtype) for generation: cuda when available, else cpu; ``auto`` = bf16 on a GPU that has it, fp32 on CPU."""
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if dtype == "auto":
+        bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
+        return device, torch.bfloat16 if bf16 else (torch.float16 if device == "cuda" else torch.float32)
+    return device, getattr(torch, dtype)
+
+
+def place_for_generation(model: Any, dtype: str = "auto") -> Any:
+    """Move a model (just loaded, or just trained) to the generation device and dtype, in eval mode."""
+    device, torch_dtype = generation_placement(dtype)
+    return model.to(device=device, dtype=torch_dtype).eval()
+
+
+def load_for_generation(path: str, dtype: str = "auto") -> tuple[Any, Any]:
+    """(model, tokenizer) from a folder, on the generation device and dtype (also after ``--resume``)."""
+    from ..embedded import load_model
+
+    _, torch_dtype = generation_placement(dtype)
+    model, tok = load_model(path, dtype=torch_dtype)
+    return place_for_generation(model, dtype), tok
+
+
 class Generator:
     """Completes prompts with one model (one STaR iteration's M_n)."""
 
@@ -55,9 +81,7 @@ class Generator:
             self.backend = get_backend("openai", **opts)
         else:
             if model is None:
-                from ..embedded import load_model
-
-                model, tokenizer = load_model(model_path)
+                model, tokenizer = load_for_generation(model_path, g.dtype)
             options = dict(g.options)
             if not g.prefix_cache:
                 options.setdefault("mode", "generate")

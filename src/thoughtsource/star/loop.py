@@ -133,9 +133,9 @@ class StarRun:
         if self.cfg.generation.backend == "openai":
             return Generator(self.cfg, self._model_path(n), show_progress=self.show_progress)
         if self._model is None or self._model[0] != n:
-            from ..embedded import load_model
+            from .generation import load_for_generation
 
-            model, tok = load_model(self._model_path(n))
+            model, tok = load_for_generation(self._model_path(n), self.cfg.generation.dtype)
             self._model = (n, model, tok)
         _, model, tok = self._model
         return Generator(self.cfg, self._model_path(n), model=model, tokenizer=tok, show_progress=self.show_progress)
@@ -316,8 +316,9 @@ class StarRun:
         shutil.rmtree(d / "trainer", ignore_errors=True)
         stats["wall_s"] = round(time.perf_counter() - t0, 3)
         write_json(path, stats)
-        model.eval()
-        self._model = (n, model, tok)
+        from .generation import place_for_generation
+
+        self._model = (n, place_for_generation(model, self.cfg.generation.dtype), tok)
         if not self.cfg.keep_checkpoints and n > 1:
             shutil.rmtree(_checkpoint(self.out, n - 1), ignore_errors=True)
         self._step_done(n, "train")
