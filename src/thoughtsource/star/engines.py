@@ -310,11 +310,10 @@ def open_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, *, 
 def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, loaded: tuple[Any, Any] | None) -> Session:
     g = cfg.generation
     if loaded is None:
-        from ..embedded import load_model
+        from .generation import load_for_generation
 
-        loaded = load_model(model_path)
+        loaded = load_for_generation(model_path, g.dtype)
     model, tok = loaded
-    _to_local_gpu(model)
     options = dict(g.options)
     if not g.prefix_cache:
         options.setdefault("mode", "generate")
@@ -323,12 +322,3 @@ def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint:
     backend = get_backend("transformers", model=model, tokenizer=tok, batch_size=g.batch_size, fingerprint=fingerprint, **options)
     return Session(n, "transformers", model_path, fingerprint, backend)
 
-
-def _to_local_gpu(model: Any) -> None:
-    """On a GPU machine a model loaded on the CPU generates on this rank's GPU (``LOCAL_RANK``)."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - the models extra
-        return
-    if torch.cuda.is_available() and next(model.parameters()).device.type == "cpu":
-        model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}")

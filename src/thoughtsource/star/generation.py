@@ -50,6 +50,32 @@ class GenStats:
                 "from_store": self.from_store, "requested": self.requests - self.from_store, "ranks": self.ranks}
 
 
+def generation_placement(dtype: str = "auto") -> tuple[str, Any]:
+    """(device, torch dtype) for generation: cuda when available, else cpu; ``auto`` = bf16 on a GPU that has it, fp32 on CPU."""
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if dtype == "auto":
+        bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
+        return device, torch.bfloat16 if bf16 else (torch.float16 if device == "cuda" else torch.float32)
+    return device, getattr(torch, dtype)
+
+
+def place_for_generation(model: Any, dtype: str = "auto") -> Any:
+    """Move a model (just loaded, or just trained) to the generation device and dtype, in eval mode."""
+    device, torch_dtype = generation_placement(dtype)
+    return model.to(device=device, dtype=torch_dtype).eval()
+
+
+def load_for_generation(path: str, dtype: str = "auto") -> tuple[Any, Any]:
+    """(model, tokenizer) from a folder, on the generation device and dtype (also after ``--resume``)."""
+    from ..embedded import load_model
+
+    _, torch_dtype = generation_placement(dtype)
+    model, tok = load_model(path, dtype=torch_dtype)
+    return place_for_generation(model, dtype), tok
+
+
 class Generator:
     """Completes prompts with one model (M_n): ``session()`` opens its engine only when something is missing."""
 

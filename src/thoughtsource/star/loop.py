@@ -174,9 +174,9 @@ class StarRun:
         loaded = None
         if self.cfg.generation.engine_name == "transformers":
             if self._model is None or self._model[0] != n:
-                from ..embedded import load_model
+                from .generation import load_for_generation
 
-                model, tok = load_model(self._model_path(n))
+                model, tok = load_for_generation(self._model_path(n), self.cfg.generation.dtype)
                 self._model = (n, model, tok)
             loaded = self._model[1:]
         self._session = open_session(self.cfg, n, self._model_path(n), fp, log_dir=self.out / "logs", loaded=loaded)
@@ -395,8 +395,9 @@ class StarRun:
         shutil.rmtree(d / "trainer", ignore_errors=True)
         stats["wall_s"] = round(time.perf_counter() - t0, 3)
         _write(path, stats)
-        model.eval()
-        self._model = (n, model, tok)
+        from .generation import place_for_generation
+
+        self._model = (n, place_for_generation(model, self.cfg.generation.dtype), tok)
         if not self.cfg.keep_checkpoints and n > 1:
             shutil.rmtree(_checkpoint(self.out, n - 1), ignore_errors=True)
         self._step_done(n, "train")
