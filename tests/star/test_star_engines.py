@@ -7,11 +7,14 @@ import json
 import sys
 import time
 from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
 from thoughtsource.backends import Request
 from thoughtsource.errors import ConfigError
+from thoughtsource.io import read_json
 from thoughtsource.star.config import ServerEngine, StarConfig
 from thoughtsource.star.engines import (
     EngineError,
@@ -78,8 +81,6 @@ def test_vllm_inputs_map_each_request_to_one_sample_with_its_own_seed() -> None:
 
 
 def test_vllm_outputs_become_completions() -> None:
-    from types import SimpleNamespace
-
     sample = SimpleNamespace(text=" 12\n", token_ids=[1, 2, 3], finish_reason="stop")
     c = vllm_completion(SimpleNamespace(prompt_token_ids=[5, 6], outputs=[sample]))
     assert (c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason) == (" 12\n", 2, 3, "stop")
@@ -192,3 +193,83 @@ def test_bad_placeholders_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="checkpoint"):
         server_argv("vllm serve {model}", checkpoint="c", port=1, model_name="m")
     assert server_argv("serve '{checkpoint}' --port={port}", checkpoint="/a b/c", port=5, model_name="m") == ["serve", "/a b/c", "--port=5"]
+
+
+# --------------------------------------------------------------------------- vllm engine on a stand-in vllm module
+
+
+class _FakeLLM:
+    instances: ClassVar[list[_FakeLLM]] = []
+
+    def __init__(self, model: str, seed: int, dtype: str, **options: object) -> None:
+        self.model, self.seed, self.dtype, self.options = model, seed, dtype, options
+        self.calls: list[tuple[list[str], list[dict]]] = []
+        self.shut = False
+        self.llm_engine = SimpleNamespace(engine_core=SimpleNamespace(shutdown=self._shutdown))
+        _FakeLLM.instances.append(self)
+
+    def _shutdown(self) -> None:
+        self.shut = True
+
+    def generate(self, prompts: list[str], params: list[dict], use_tqdm: bool = True) -> list[SimpleNamespace]:
+        self.calls.append((prompts, params))
+        return [SimpleNamespace(prompt_token_ids=[0] * len(p.split()), outputs=[
+            SimpleNamespace(text=f" echo {len(p)}", token_ids=[1, 2], finish_reason="stop")]) for p in prompts]
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A stand-in ``vllm`` module: LLM, SamplingParams (a dict) and the parallel-state cleanup (recorded)."""
+    cleaned: list[str] = []
+    vllm = ModuleType("vllm")
+    vllm.LLM = _FakeLLM  # type: ignore[attr-defined]
+    vllm.SamplingParams = dict  # type: ignore[attr-defined]
+    distributed = ModuleType("vllm.distributed")
+    parallel_state = ModuleType("vllm.distributed.parallel_state")
+    parallel_state.destroy_model_parallel = lambda: cleaned.append("model_parallel")  # type: ignore[attr-defined]
+    parallel_state.destroy_distributed_environment = lambda: cleaned.append("distributed")  # type: ignore[attr-defined]
+    distributed.parallel_state = parallel_state  # type: ignore[attr-defined]
+    vllm.distributed = distributed  # type: ignore[attr-defined]
+    for name, mod in (("vllm", vllm), ("vllm.distributed", distributed), ("vllm.distributed.parallel_state", parallel_state)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    _FakeLLM.instances.clear()
+    return cleaned
+
+
+def test_vllm_engine_generates_with_sampling_params_and_frees_itself(fake_vllm: list[str], tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from thoughtsource.star.engines import open_session
+
+    cfg = StarConfig.from_dict({"seed": 3, "generation": {"engine": "vllm", "dtype": "bfloat16", "options": {"gpu_memory_utilization": 0.5}}})
+    session = open_session(cfg, 2, "/runs/x/iter_2/checkpoint", "sha256:m2", log_dir=tmp_path)
+    llm = _FakeLLM.instances[-1]
+    assert (llm.model, llm.seed, llm.dtype, llm.options) == ("/runs/x/iter_2/checkpoint", 3, "bfloat16", {"gpu_memory_utilization": 0.5})
+    out = asyncio.run(session.backend.complete([Request(prompt="a b c", max_tokens=9, stop=("\n",), seed=11)]))
+    assert out[0].text == " echo 5" and (out[0].prompt_tokens, out[0].completion_tokens) == (3, 2)
+    assert llm.calls[0][1] == [{"n": 1, "temperature": 0.0, "top_p": 1.0, "max_tokens": 9, "stop": ["\n"], "seed": 11}]
+    assert session.describe() == {"engine": "vllm", "path": "/runs/x/iter_2/checkpoint", "fingerprint": "sha256:m2"}
+    session.close()
+    assert llm.shut and session.backend.llm is None and fake_vllm == ["model_parallel", "distributed"]
+    # under a multi-process launch vLLM would fight accelerate's process group: refused
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ConfigError, match="engine: server"):
+        open_session(cfg, 2, "/runs/x/iter_2/checkpoint", "sha256:m2", log_dir=tmp_path)
+
+
+def test_the_loop_runs_a_fewshot_evaluation_on_the_vllm_engine(fake_vllm: list[str], tmp_path: Path) -> None:
+    from thoughtsource.star.loop import StarRun
+
+    cfg = StarConfig.from_dict({"task": "arithmetic", "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 2, "n_test_per_digit": 2},
+                                "baseline": "fewshot", "fewshot_k": 1, "generation": {"engine": "vllm", "max_new_tokens": 20}})
+    run = StarRun(cfg, tmp_path / "run", show_progress=False)
+    run.run()
+    test = read_json(tmp_path / "run" / "iter_0" / "test.json")
+    assert test["model"]["engine"] == "vllm" and test["model"]["fingerprint"] == model_fingerprint(run.base_path)
+    prompts = [p for prompts, _ in _FakeLLM.instances[0].calls for p in prompts]
+    dev = read_json(tmp_path / "run" / "iter_0" / "dev.json")
+    assert len(prompts) == len(test["rows"]) + len(dev["rows"]) and test["stats"]["requested"] == 2  # each problem once
+    assert sorted(r["text"].strip() for r in test["rows"]) <= sorted(f"echo {len(p)}" for p in prompts)
+    assert len(_FakeLLM.instances) == 1 and _FakeLLM.instances[0].shut  # one engine for M_0, shut when the run ended
+    assert "model_parallel" in fake_vllm

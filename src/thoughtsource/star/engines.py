@@ -128,7 +128,12 @@ class VLLMBackend:
         return None
 
     def release(self) -> None:
-        self.llm = None
+        llm, self.llm = self.llm, None
+        engine_core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if engine_core is not None and hasattr(engine_core, "shutdown"):  # vLLM V1: its engine process goes now
+            with contextlib.suppress(Exception):
+                engine_core.shutdown()
+        del llm
         release_gpu_memory(destroy_distributed=_world_size() == 1)
 
 
