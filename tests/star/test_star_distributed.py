@@ -46,12 +46,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _launch(cfg: Path, out: Path) -> subprocess.CompletedProcess[str]:
+def _launch(cfg: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]), "ACCELERATE_USE_CPU": "true",
            "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1", "COLUMNS": "1000"}
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
            "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
-           "-m", "thoughtsource", "star", "run", "--config", str(cfg), "--out", str(out)]
+           "-m", "thoughtsource", "star", "run", "--config", str(cfg), "--out", str(out), *extra]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -80,6 +80,17 @@ def test_two_processes_shard_generation_and_one_writes(tmp_path: Path) -> None:
     m1 = read_json(out / "iter_1" / "metrics.json")
     assert m1["kept"] > 0 and m1["steps"] == 2 and (out / "iter_1" / "checkpoint" / "config.json").exists()
     assert not list(out.rglob("*.tmp"))
+
+    # resumed under 2 processes: the lost test step is made again from the store, every finished step is kept
+    test = read_json(out / "iter_1" / "test.json")
+    kept = {p: p.stat().st_mtime_ns for p in (out / "iter_1" / "generate.json", out / "iter_0" / "test.json")}
+    for name in ("test.json", "metrics.json"):
+        (out / "iter_1" / name).unlink()
+    proc = _launch(tmp_path / "cfg.yaml", out, "--resume")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    again = read_json(out / "iter_1" / "test.json")
+    assert again["rows"] == test["rows"] and [r["from_store"] for r in again["stats"]["ranks"]] == [2, 1]
+    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
 
     # the greedy results equal one process's
     single = tmp_path / "single"

@@ -94,7 +94,13 @@ def _barrier() -> None:
 
 
 def _write(path: Path, data: Any) -> None:
-    """Rank 0 writes; every rank then has the file (the others wait at the barrier)."""
+    """Rank 0 writes; every rank then has the file.
+
+    The barrier before the write keeps the ranks' decisions alike: no rank can see the file before
+    it has reached this write itself, so every "is this step done?" check gives the same answer on
+    every rank and the ranks never pair different collectives.
+    """
+    dist.barrier()
     if dist.is_main():
         write_json(path, data)
         log.info("wrote %s (rank %d of %d)", path, dist.rank(), dist.world_size())
@@ -133,7 +139,6 @@ class StarRun:
             if diffs:
                 raise ConfigError("the run's config changed; these options change results, so it cannot resume",
                                   path=str(cfg_path), problems=diffs)
-        dist.barrier()  # every rank has looked before rank 0 writes
         self.out.mkdir(parents=True, exist_ok=True)
         _write(cfg_path, self.cfg.model_dump(mode="json"))
 
@@ -336,6 +341,7 @@ class StarRun:
                     break  # rationalization only ran on problems answered wrongly
             _write(d / "filter.json", report)
             self._write_rationales(n, d, train, gen, rat, kept)
+        dist.barrier()  # as in _write
         if dist.is_main():
             _write_jsonl(path, [r.to_dict() for r in records])
         dist.barrier()
