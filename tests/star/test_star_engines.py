@@ -273,3 +273,39 @@ def test_the_loop_runs_a_fewshot_evaluation_on_the_vllm_engine(fake_vllm: list[s
     assert sorted(r["text"].strip() for r in test["rows"]) <= sorted(f"echo {len(p)}" for p in prompts)
     assert len(_FakeLLM.instances) == 1 and _FakeLLM.instances[0].shut  # one engine for M_0, shut when the run ended
     assert "model_parallel" in fake_vllm
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_server_does_not_outlive_a_killed_loop(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+
+    command = _stub(tmp_path, {"id": "star-current", "fingerprint": "sha256:good"})
+    script = (f"from thoughtsource.star.config import ServerEngine\nfrom thoughtsource.star.engines import ServerProcess\n"
+              f"s = ServerProcess(ServerEngine(command={command!r}), {str(tmp_path / 'ckpt')!r}, 'sha256:good', "
+              f"__import__('pathlib').Path({str(tmp_path / 'log')!r}))\ns.start()\nprint(s.proc.pid, flush=True)\n"
+              "__import__('time').sleep(600)\n")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    loop = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert loop.stdout is not None
+        server_pid = int(loop.stdout.readline())
+        os.kill(loop.pid, signal.SIGKILL)  # no finally, no atexit in the loop
+        loop.wait()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                os.kill(server_pid, 0)
+            except ProcessLookupError:
+                break
+            with open(f"/proc/{server_pid}/stat") as fh:  # a zombie (exited, not yet reaped by init) is gone too
+                if fh.read().split(") ")[1].startswith("Z"):
+                    break
+            time.sleep(0.1)
+        else:
+            os.kill(server_pid, signal.SIGKILL)
+            pytest.fail("the server outlived the killed loop")
+    finally:
+        loop.kill()

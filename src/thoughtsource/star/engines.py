@@ -158,6 +158,14 @@ def server_argv(template: str, *, checkpoint: str, port: int, model_name: str) -
                           "use {checkpoint}, {port}, {model_name}") from None
 
 
+def _die_with_parent() -> None:
+    """In the server's process (Linux): SIGTERM when the loop dies, even by SIGKILL, so no server outlives its run."""
+    import ctypes
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _tail(path: Path, lines: int = 20) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -187,7 +195,8 @@ class ServerProcess:
         with self.log_path.open("ab") as fh:
             try:
                 self.proc = subprocess.Popen(self.argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                             env={**os.environ, **self.opts.env}, start_new_session=True)
+                                             env={**os.environ, **self.opts.env}, start_new_session=True,
+                                             preexec_fn=_die_with_parent if sys.platform == "linux" else None)
             except OSError as e:
                 raise EngineError(f"cannot start the model server {shlex.join(self.argv)}: {e}") from None
         try:
