@@ -2,7 +2,7 @@
 # Copy the metrics of experiment 3 (CommonsenseQA, GSM8K) into docs/star-results/datasets/ and write its tables.
 # Safe to run while the arms are still running (every metrics.json is written atomically).
 set -euo pipefail
-OUT=${OUT:-star_runs/v3}
+OUT=${OUT:-star_runs/v3gpu}  # the GPU runs; OUT=star_runs/v3 for the CPU chains
 DOC=docs/star-results/datasets
 export OMP_NUM_THREADS=1 PYTHONPATH=src
 PY=${PY:-.venv/bin/python}
