@@ -197,7 +197,8 @@ class _Stop(Exception):
 
 
 def test_pseudo_labels_majority_replace_the_gold_answers(tmp_path: Path) -> None:
-    """Appendix H: the targets are majority answers of k samples; gold answers are only used for reporting."""
+    """Appendix H: the targets are majority answers of k samples; gold answers are only used for reporting,
+    and every artifact (generate.json, rationales.json, metrics) keeps the two apart."""
     from collections import Counter
 
     cfg = StarConfig.from_dict({**TINY, "iterations": 1, "fewshot_k": 2,
@@ -225,6 +226,29 @@ def test_pseudo_labels_majority_replace_the_gold_answers(tmp_path: Path) -> None
     assert {g["id"] for g in gen} == set(labelled)  # unlabelled questions are left out
     assert all(g["answer"] == labelled[g["id"]] for g in gen)  # judged against the pseudo-label
     assert Counter(g["correct"] for g in gen)  # judged at all
+    gold = {r["id"]: r["gold"] for r in pl}
+    for g in gen:  # the gold answer and the verdict against it are kept beside the target, never replaced
+        assert g["target"] == "pseudo_label" and g["gold_answer"] == gold[g["id"]]
+        assert isinstance(g["correct_vs_gold"], bool)
+
+    # the rest of the iteration: every artifact keeps gold and pseudo-label apart
+    summary = StarRun(cfg, tmp_path, resume=True, show_progress=False).run()
+    samples = read_json(tmp_path / "iter_1" / "rationales.json")["arithmetic"]["train"]
+    assert {s["id"] for s in samples} == set(labelled)
+    by_id = {g["id"]: g for g in gen}
+    for s in samples:
+        assert s["answer"] == [gold[s["id"]]]  # the sample's answer is the gold one
+        assert s["pseudo_label"] == labelled[s["id"]]
+        for cot in s["generated_cot"]:
+            a = cot["answers"][0]
+            if cot["id"].endswith("generate"):
+                assert a["correct_answer"] == by_id[s["id"]]["correct_vs_gold"]
+                assert a["correct_vs_pseudo_label"] == by_id[s["id"]]["correct"]
+    m = summary["iterations"][1]
+    assert m["train_target"] == "pseudo_label"
+    assert m["train_correct_before_rationalization"] == sum(g["correct"] for g in gen)
+    assert m["train_correct_vs_gold_before_rationalization"] == sum(g["correct_vs_gold"] for g in gen)
+    assert m["pseudo_labels"]["labelled"] == len(labelled)
 
 
 def test_verified_filter_fresh_samples_and_fewshot_training(tmp_path: Path) -> None:

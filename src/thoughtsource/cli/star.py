@@ -238,7 +238,9 @@ def _print_summary(summary: dict[str, Any]) -> None:
     """The training funnel, then accuracy ± interval per iteration, the best iteration and iteration 0 comparisons."""
     from ..star import report
 
-    funnel = report.Table("STaR training", ["iter", "train acc (before → after rat.)", "kept (rationalized)", "steps"], [])
+    pseudo = any(m.get("train_target") == "pseudo_label" for m in summary["iterations"])
+    acc = "train acc vs pseudo-labels (before → after rat.)" if pseudo else "train acc (before → after rat.)"
+    funnel = report.Table("STaR training", ["iter", acc, "kept (rationalized)", "steps"], [])
     for m in summary["iterations"] if "seeds" not in summary else []:  # the funnel of one run, not of pooled seeds
         if m["iteration"] and "train_n" in m:
             before, after = m.get("train_accuracy_before_rationalization"), m.get("train_accuracy_after_rationalization")

@@ -37,6 +37,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -281,7 +282,15 @@ class StarRun:
             self._step_done(n, "pseudo_labels")
         rows = read_json(path)["rows"]
         labels = {r["id"]: r["label"] for r in rows}
-        return [p.with_answer(str(labels[p.id])) for p in train if labels.get(p.id) is not None]
+        # the target becomes the label; the gold answer stays beside it (meta), for artifacts and metrics only
+        return [replace(p, answer=str(labels[p.id]), meta={**p.meta, "gold_answer": p.answer, "pseudo_label": str(labels[p.id])})
+                for p in train if labels.get(p.id) is not None]
+
+    def _gold_correct(self, p: Problem, text: str) -> bool | None:
+        """For a pseudo-labelled problem, whether ``text`` reaches the GOLD answer (None without pseudo-labels)."""
+        if "gold_answer" not in p.meta:
+            return None
+        return bool(self.task.is_correct(p.with_answer(p.meta["gold_answer"]), text, direct=self.direct))
 
     def _generate(self, n: int, d: Path, train: list[Problem], *, hint: bool) -> dict[str, Any]:
         name = "rationalize" if hint else "generate"
@@ -294,8 +303,11 @@ class StarRun:
         ex = self._exemplars(n - 1)
         rows = []
         for p, (text,) in zip(train, texts, strict=True):
-            rows.append({"id": p.id, "answer": p.answer, "prompt": self.task.prompt(p, ex, hint=hint, direct=self.direct),
-                         "text": text, **self._judge(p, text)})
+            row = {"id": p.id, "answer": p.answer, "prompt": self.task.prompt(p, ex, hint=hint, direct=self.direct),
+                   "text": text, **self._judge(p, text)}
+            if "gold_answer" in p.meta:  # "answer"/"correct" are the pseudo-label target; the gold ones beside them
+                row.update(target="pseudo_label", gold_answer=p.meta["gold_answer"], correct_vs_gold=self._gold_correct(p, text))
+            rows.append(row)
         result = {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3),
                   "model": self._model_info(n - 1), "world_size": dist.world_size()}
         _write(path, result)
@@ -365,16 +377,22 @@ class StarRun:
                 if r is None:
                     continue
                 rationalized = kind == "rationalize"
+                # correct_answer is always judged against the gold answer; with pseudo-labels, the target's verdict
+                # (what the filter used) is kept beside it as correct_vs_pseudo_label
+                pseudo = {"correct_vs_pseudo_label": bool(r["correct"])} if "gold_answer" in p.meta else {}
+                gold_ok = r.get("correct_vs_gold", r["correct"]) if pseudo else r["correct"]
                 cots.append(GeneratedCot(
                     id=f"star-iter{n}-{kind}", prompt_text=r["prompt"], cot=r["text"], author=AUTHOR, date=date,
                     api_service=self.cfg.generation.engine_name, model=model,
                     answers=[Answer(id=f"star-iter{n}-{kind}-strict", answer_extraction="strict", answer=r["predicted"],
-                                    correct_answer=bool(r["correct"]))],
+                                    correct_answer=bool(gold_ok), **pseudo)],
                     star_iteration=n, rationalized=rationalized, kept_for_training=(p.id, kind) in kept,
                 ))
+            gold = p.meta.get("gold_answer", p.answer)
+            extra = {"pseudo_label": p.meta["pseudo_label"]} if "pseudo_label" in p.meta else {}
             samples.append(Sample(id=p.id, question=p.question, type=p.type, choices=list(p.choices),  # type: ignore[arg-type]
-                                  answer=[p.answer], cot=[p.rationale] if p.rationale else [],
-                                  context=p.meta.get("context", ""), generated_cot=cots))
+                                  answer=[gold], cot=[p.rationale] if p.rationale else [],
+                                  context=p.meta.get("context", ""), generated_cot=cots, **extra))
         _write(d / "rationales.json", {self.task.name: {"train": [s.to_dict() for s in samples]}})
 
     def _train(self, n: int, d: Path, records: list[TrainingRecord]) -> dict[str, Any]:
@@ -466,6 +484,14 @@ class StarRun:
             m["timings_s"].update({"generate": gen["wall_s"] if gen else 0.0, "rationalize": rat["wall_s"] if rat else 0.0,
                                    "train": (train_stats or {}).get("wall_s", 0.0)})
             m["generation_tokens_per_s"] = gen["stats"]["tokens_per_s"] if gen else None
+            m["train_target"] = "pseudo_label" if train and "gold_answer" in train[0].meta else "gold"
+            if m["train_target"] == "pseudo_label" and gen:
+                # the train_* accuracies above are against the pseudo-labels (what the filter kept); these against gold
+                gold_gen = sum(bool(r.get("correct_vs_gold")) for r in gen["rows"])
+                gold_rat = sum(bool(r.get("correct_vs_gold")) for r in (rat or {"rows": []})["rows"])
+                m.update({"train_correct_vs_gold_before_rationalization": gold_gen,
+                          "train_accuracy_vs_gold_before_rationalization": _acc(gold_gen, len(train)),
+                          "rationalization_correct_vs_gold": gold_rat})
             if gen and self.task.groups(train[0]) is not None:
                 by_g: dict[str, list[int]] = {}
                 gmap = {p.id: self.task.groups(p) for p in train}

@@ -83,9 +83,11 @@ def plot_run(summary: dict[str, Any], out: str | Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     trained = [m for m in its if m["iteration"] > 0 and m.get("train_n")]
+    # with --pseudo-labels the train accuracies are against the pseudo-labels, never to be read as gold accuracy
+    vs = " vs pseudo-labels" if any(m.get("train_target") == "pseudo_label" for m in trained) else ""
     lines = [("test", [proportion(m, "test", None, cfg) for m in its], xs, {}),
              ("dev", [proportion(m, "dev", None, cfg) for m in its], xs, {}),
-             ("train (M_{n-1}, before rationalization)", [_train_prop(m, "train_correct_before_rationalization") for m in trained],
+             (f"train{vs} (M_{{n-1}}, before rationalization)", [_train_prop(m, "train_correct_before_rationalization") for m in trained],
               [m["iteration"] for m in trained], {"linestyle": "--", "marker": "s"})]
     lines = [t for t in lines if any(p is not None for p in t[1])]
     for (label, props, lx, kw), off in zip(lines, _offsets(len(lines)), strict=True):
@@ -97,7 +99,7 @@ def plot_run(summary: dict[str, Any], out: str | Path) -> list[Path]:
     if trained:
         fig, ax = plt.subplots(figsize=(5.5, 3.8))
         tx = [m["iteration"] for m in trained]
-        funnel = [("train correct (no hint)", [_train_prop(m, "train_correct_before_rationalization") for m in trained], {}),
+        funnel = [(f"train correct{vs} (no hint)", [_train_prop(m, "train_correct_before_rationalization") for m in trained], {}),
                   ("after rationalization", [_after_rationalization(m) for m in trained], {"marker": "s"}),
                   ("rationalization acceptance", [_acceptance(m) for m in trained], {"marker": "^", "linestyle": "--"})]
         funnel = [t for t in funnel if any(p is not None for p in t[1])]
