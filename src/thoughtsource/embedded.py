@@ -35,38 +35,68 @@ def embedded_gguf() -> Path:
     return path
 
 
+_REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+def _complete(folder: Path) -> bool:
+    """Whether ``folder`` holds a whole converted model (a killed or partial conversion does not count)."""
+    return all((folder / name).is_file() and (folder / name).stat().st_size > 0 for name in _REQUIRED)
+
+
 def embedded_model_dir() -> Path:
-    """A transformers-loadable folder (config, safetensors, tokenizer) converted from the GGUF, cached."""
+    """A transformers-loadable folder (config, safetensors, tokenizer) converted from the GGUF, cached.
+
+    Several processes may ask at once (``accelerate launch``, parallel test workers, STaR arms side by side): a
+    file lock lets one convert while the others wait, and a folder missing any of its files is converted again.
+    """
     gguf = embedded_gguf()
     st = gguf.stat()
     target = cache_dir("models") / f"{EMBEDDED_NAME}-{st.st_size}-{int(st.st_mtime)}"
-    if (target / "config.json").exists() and (target / "tokenizer.json").exists():
+    if _complete(target):
         return target
+    from filelock import FileLock
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if _complete(target):  # another process converted it while this one waited
+            return target
+        if target.exists():
+            log.warning("the converted embedded model at %s is incomplete; converting it again", target)
+            shutil.rmtree(target)
+        _convert(gguf, target)
+    return target
+
+
+def _convert(gguf: Path, target: Path) -> None:
+    """De-quantize the GGUF and write config, weights and tokenizer into a temp folder, then rename it into place.
+
+    The weights are written with safetensors directly: ``save_pretrained`` writes nothing on a rank other than 0
+    once torch.distributed is initialised, and every rank of a multi-process run may be the one converting.
+    """
+    from safetensors.torch import save_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     log.info("converting the embedded GGUF to %s (once)", target)
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    dequantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    # The weights are already de-quantized to float32; a plain model of the same config takes them,
-    # since transformers refuses to save a model that still carries the GGUF quantizer.
-    config = dequantized.config
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    # The weights are already de-quantized to float32; the saved config must not name the GGUF quantizer.
+    config = model.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config)
-    model.load_state_dict(dequantized.state_dict())
-    model.generation_config = dequantized.generation_config
+    config.architectures = [type(model).__name__]  # what save_pretrained would record; vLLM and TGI read it
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
     try:
-        model.save_pretrained(tmp)
+        config.save_pretrained(tmp)
+        model.generation_config.save_pretrained(tmp)
+        save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         tok.save_pretrained(tmp)
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process won the race
-            shutil.rmtree(tmp, ignore_errors=True)
+        if not _complete(tmp):
+            missing = [n for n in _REQUIRED if not (tmp / n).is_file()]
+            raise ThoughtSourceError(f"converting {gguf} wrote no {', '.join(missing)} (in {tmp})")
+        os.replace(tmp, target)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 def resolve_model(name_or_path: str) -> str:
