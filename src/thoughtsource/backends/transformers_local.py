@@ -49,6 +49,7 @@ from ..errors import BackendError
 from ..paths import cache_dir
 from .base import Completion, Request
 from .counters import Counters, loop_state, request_seed
+from .prompt_tokens import prompt_token_ids
 
 log = logging.getLogger(__name__)
 
@@ -310,7 +311,7 @@ class TransformersBackend:
             ids = tok(text, add_special_tokens=False)["input_ids"]
         else:
             text = request.prompt
-            ids = tok(text)["input_ids"]
+            ids, _ = prompt_token_ids(tok, text)  # the same ids STaR trains on
         return _Row(request, text, list(ids))
 
     def _generate_padded(self, rows: list[_Row]) -> list[list[int]]:

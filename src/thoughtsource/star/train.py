@@ -31,16 +31,21 @@ IGNORE_INDEX = -100
 def tokenize_record(record: TrainingRecord, tokenizer: Any, max_len: int) -> dict[str, list[int]]:
     """input_ids = prompt + completion + eos; labels = -100 over the prompt, the token ids over the completion.
 
-    The prompt is tokenized on its own so the boundary is exact; if the sequence is too long the
-    prompt is cut from the left (the completion is what we learn).
+    The prompt is tokenized exactly as generation tokenizes it (:func:`prompt_token_ids`: BOS where the
+    tokenizer adds one), on its own so the boundary is exact; if the sequence is too long the prompt is
+    cut from the left after its leading special tokens (the completion is what we learn).
     """
-    prompt_ids = tokenizer(record.prompt, add_special_tokens=False)["input_ids"]
+    from ..backends.prompt_tokens import prompt_token_ids
+
+    prompt_ids, n_special = prompt_token_ids(tokenizer, record.prompt)
     completion_ids = tokenizer(record.completion, add_special_tokens=False)["input_ids"]
     if tokenizer.eos_token_id is not None:
         completion_ids = [*completion_ids, tokenizer.eos_token_id]
     completion_ids = completion_ids[:max_len]
     keep_prompt = max(0, max_len - len(completion_ids))
-    prompt_ids = prompt_ids[len(prompt_ids) - keep_prompt:] if keep_prompt else []
+    if len(prompt_ids) > keep_prompt:
+        special = prompt_ids[:min(n_special, keep_prompt)]
+        prompt_ids = special + (prompt_ids[len(prompt_ids) - (keep_prompt - len(special)):] if keep_prompt > len(special) else [])
     ids = [*prompt_ids, *completion_ids]
     labels = [IGNORE_INDEX] * len(prompt_ids) + list(completion_ids)
     return {"input_ids": ids, "attention_mask": [1] * len(ids), "labels": labels}
