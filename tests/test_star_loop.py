@@ -65,6 +65,15 @@ def test_tiny_arithmetic_run_completes(tiny_run: tuple[Path, dict]) -> None:
         assert m["kept"] == m["train_correct_before_rationalization"] + m["rationalization_correct"]
         if m["kept"]:
             assert m["steps"] == StarConfig.from_dict(TINY).steps.steps(n)
+            assert not (d / "trainer").exists()  # the trainer's work folder goes once the checkpoint is written
+    # every logged training step, per iteration, in OUT/metrics.jsonl (the local tracker, always on)
+    jsonl = out / "metrics.jsonl"
+    logged = [json.loads(line) for line in jsonl.read_text().splitlines()] if jsonl.exists() else []
+    trained = [n for n in (1, 2) if its[n]["kept"]]
+    assert {r["iteration"] for r in logged} == set(trained)
+    for n in trained:
+        steps = {r["step"] for r in logged if r["iteration"] == n and "loss" in r}
+        assert steps and max(steps) == its[n]["steps"]
     assert all((out / "plots" / f).exists() for f in ("accuracy.png", "per_group.png", "train.png"))
     assert set(its[0]["test_accuracy_by_group"]) == {"1-digit"}
 

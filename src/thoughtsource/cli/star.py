@@ -89,6 +89,8 @@ def run(
     pool_size: int | None = typer.Option(None, "--pool-size", help="Size of the seeded pool training problems are sampled from."),
     n_dev: int | None = typer.Option(None, "--n-dev", help="Dev problems for choosing the best iteration (arithmetic: per digit count)."),
     threads: int | None = typer.Option(None, "--threads", help="torch CPU threads for generation."),
+    report_to: str | None = typer.Option(None, "--report-to", help="Training trackers: tensorboard, wandb, mlflow, trackio or none (comma-separated); OUT/metrics.jsonl is written always."),
+    checkpoint_every: int | None = typer.Option(None, "--checkpoint-every", help="Save the trainer state every K optimizer steps, so a killed training resumes there (0: never; default 100)."),
     prompts: Prompts | None = typer.Option(None, "--prompts", help="Dataset tasks: star (the STaR authors' exemplars) or reference (the dataset's CoTs)."),
     seed: int | None = typer.Option(None, "--seed"),
     seeds: str | None = typer.Option(None, "--seeds", help="Repeat the run per seed (e.g. 0,1,2 or 0-4) into OUT/seed_<s>/, then write OUT/aggregate.json."),
@@ -157,6 +159,8 @@ def run(
             raise typer.BadParameter("only for dataset tasks (gsm8k, commonsense_qa, ...), not arithmetic", param_hint="--prompts")
         put("task_options.prompts", prompts.value)
     put("generation.threads", threads)
+    put("report_to", report_to)
+    put("checkpoint_every", checkpoint_every)
     cfg = StarConfig.from_dict(data, path=str(config) if config else None)
     with _results_to_stdout(as_json):
         if seed_list is None:

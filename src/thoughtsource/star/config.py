@@ -10,9 +10,13 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ConfigError
+
+#: experiment trackers the Trainer reports to (``--report-to``); offline modes: WANDB_MODE=offline, a local MLflow
+#: tracking URI (the default ./mlruns), TensorBoard event files under the trainer's logging_dir, trackio locally
+ReportTo = Literal["none", "tensorboard", "wandb", "mlflow", "trackio"]
 
 
 class _Strict(BaseModel):
@@ -152,6 +156,20 @@ class StarConfig(_Strict):
     seed: int = 0
     generation: GenerationOptions = Field(default_factory=GenerationOptions)
     keep_checkpoints: bool = Field(True, description="False: delete iteration N-1's checkpoint once iteration N is trained")
+    checkpoint_every: int = Field(
+        100, ge=0, description="save the trainer state every K optimizer steps; a killed training resumes from it (0: never)")
+    report_to: list[ReportTo] = Field(
+        default_factory=lambda: ["none"],
+        description="experiment trackers for training (the Trainer's report_to); OUT/metrics.jsonl is written always")
+
+    @field_validator("report_to", mode="before")
+    @classmethod
+    def _report_to(cls, v: Any) -> Any:
+        return [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v
+
+    def report_to_list(self) -> list[str]:
+        """The Trainer's ``report_to``: [] for none."""
+        return [] if self.report_to in ([], ["none"]) else [x for x in self.report_to if x != "none"]
 
     @model_validator(mode="after")
     def _check(self) -> StarConfig:
@@ -177,7 +195,7 @@ class StarConfig(_Strict):
     def result_fields(self) -> dict[str, Any]:
         """The fields that change results (everything but iterations/keep_checkpoints): compared on resume."""
         d = self.model_dump(mode="json")
-        for k in ("iterations", "keep_checkpoints"):
+        for k in ("iterations", "keep_checkpoints", "checkpoint_every", "report_to"):
             d.pop(k)
         for k in ("batch_size", "threads", "backend", "store"):
             d["generation"].pop(k)

@@ -7,20 +7,30 @@
 * no dropped examples: the last partial batch is kept (``dataloader_drop_last=False``);
 * optional PEFT LoRA, merged into the weights before the checkpoint is written;
 * runs under ``accelerate launch`` (multi-GPU, DeepSpeed ZeRO-3, FSDP: ``configs/accelerate/``),
-  because it is transformers' Trainer.
+  because it is transformers' Trainer;
+* resumable inside a step: the trainer state (weights, optimizer, scheduler, RNG, data position) is saved
+  every ``checkpoint_every`` optimizer steps into the work folder, and a killed training step continues
+  from the last one (only when the training inputs are the same: a fingerprint of them is kept beside);
+* tracked: ``report_to`` goes to the Trainer (tensorboard, wandb, mlflow, trackio, none), and every
+  logged step is appended to a local ``metrics.jsonl`` whatever else is chosen.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from .config import StarConfig
+from .dist import barrier as dist_barrier
+from .dist import is_main as dist_is_main
 from .tasks.base import TrainingRecord
 
 log = logging.getLogger(__name__)
@@ -90,6 +100,64 @@ def _progress_callback(total: int, description: str) -> Any:
     return ProgressCallback()
 
 
+def _metrics_callback(path: Path, extra: dict[str, Any]) -> Any:
+    from transformers import TrainerCallback
+
+    class MetricsJsonl(TrainerCallback):
+        """Appends every log of the Trainer (loss, learning rate, grad norm) as one JSON line; rank 0 only."""
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any) -> None:
+            if not logs or not state.is_world_process_zero:
+                return
+            row = {**extra, "step": int(state.global_step), "epoch": round(float(state.epoch or 0), 4), **logs}
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fh:  # one short line per log: an append is all-or-nothing in practice
+                fh.write(json.dumps(row) + "\n")
+
+    return MetricsJsonl()
+
+
+@contextlib.contextmanager
+def _tensorboard_dir(cfg: StarConfig, metrics_path: str | Path | None, run_name: str | None) -> Iterator[None]:
+    """TensorBoard event files beside ``metrics.jsonl`` (OUT/tensorboard/RUN), not in the work folder that is
+    deleted once the checkpoint is written; a TENSORBOARD_LOGGING_DIR set by the user wins."""
+    if "tensorboard" not in cfg.report_to_list() or metrics_path is None or os.environ.get("TENSORBOARD_LOGGING_DIR"):
+        yield
+        return
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(Path(metrics_path).parent / "tensorboard" / (run_name or "train"))
+    try:
+        yield
+    finally:
+        os.environ.pop("TENSORBOARD_LOGGING_DIR", None)
+
+
+def training_fingerprint(cfg: StarConfig, base_model: str, records: Sequence[TrainingRecord], steps: int) -> str:
+    """What a saved trainer state was made from: resuming it for other inputs would mix two trainings."""
+    h = hashlib.sha256(json.dumps([base_model, steps, cfg.result_fields()], sort_keys=True, default=str).encode())
+    for r in records:
+        h.update(json.dumps(r.to_dict(), sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def resumable_checkpoint(workdir: Path, fingerprint: str, *, discard: bool = True) -> Path | None:
+    """The newest ``checkpoint-N`` of an interrupted training of the same inputs in ``workdir``, else None.
+
+    A work folder left by other inputs (or without a fingerprint) must not be resumed; with ``discard`` (the
+    writing rank) it is emptied.
+    """
+    stamp = workdir / "inputs.sha256"
+    if not workdir.is_dir():
+        return None
+    if not stamp.is_file() or stamp.read_text().strip() != fingerprint:
+        if discard:
+            if any(workdir.iterdir()):
+                log.warning("discarding %s: it was left by a training of other inputs", workdir)
+            shutil.rmtree(workdir, ignore_errors=True)
+        return None
+    done = [c for c in workdir.glob("checkpoint-*") if (c / "trainer_state.json").is_file() and c.name[11:].isdigit()]
+    return max(done, key=lambda c: int(c.name[11:])) if done else None
+
+
 def train(
     cfg: StarConfig,
     base_model: str,
@@ -99,10 +167,15 @@ def train(
     *,
     description: str = "train",
     show_progress: bool = True,
+    metrics_path: str | Path | None = None,
+    metrics_extra: dict[str, Any] | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> tuple[Any, Any, dict[str, Any]]:
     """Fine-tune a fresh copy of ``base_model`` for ``steps`` optimizer steps; returns (model, tokenizer, stats).
 
-    The model is NOT saved here; :func:`save_checkpoint` writes it atomically.
+    ``output_dir`` is the work folder: trainer checkpoints go there every ``cfg.checkpoint_every`` steps, and a
+    call that finds one of the same inputs there resumes from it.  The model is NOT saved here;
+    :func:`save_checkpoint` writes it atomically.  ``metrics_path``: the JSON-lines log of every logged step.
     """
     import torch
     from transformers import Trainer, TrainingArguments
@@ -123,7 +196,13 @@ def train(
     data = [tokenize_record(r, tok, cfg.max_seq_len) for r in records]
     n_completion_tokens = sum(sum(1 for x in d["labels"] if x != IGNORE_INDEX) for d in data)
     workdir = Path(output_dir)
+    fingerprint = training_fingerprint(cfg, base_model, records, steps)
+    resume_from = resumable_checkpoint(workdir, fingerprint, discard=dist_is_main())
+    dist_barrier()  # every rank has decided before rank 0 changes the folder
     workdir.mkdir(parents=True, exist_ok=True)
+    if dist_is_main():
+        (workdir / "inputs.sha256").write_text(fingerprint)
+    every = cfg.checkpoint_every
     args = TrainingArguments(
         output_dir=str(workdir),
         max_steps=steps,
@@ -134,8 +213,11 @@ def train(
         warmup_steps=cfg.steps.warmup_steps,
         lr_scheduler_type="constant_with_warmup",
         dataloader_drop_last=False,
-        save_strategy="no",
-        report_to=[],
+        save_strategy="steps" if 0 < every < steps else "no",
+        save_steps=every if 0 < every < steps else 500,
+        save_total_limit=1,  # the newest state only: a resume needs nothing older
+        report_to=cfg.report_to_list(),
+        run_name=(metrics_extra or {}).get("run_name"),
         logging_steps=max(1, min(10, steps // 4 or 1)),
         seed=cfg.seed,
         data_seed=cfg.seed,
@@ -144,9 +226,14 @@ def train(
         remove_unused_columns=False,
         use_cpu=not torch.cuda.is_available(),
     )
-    callbacks = [_progress_callback(steps, description)] if show_progress else []
-    trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator(tok), callbacks=callbacks)
-    result = trainer.train()
+    cbs = [_progress_callback(steps, description)] if show_progress else []
+    if metrics_path is not None:
+        cbs.append(_metrics_callback(Path(metrics_path), {k: v for k, v in (metrics_extra or {}).items() if k != "run_name"}))
+    if resume_from is not None:
+        log.info("%s: resuming the training from %s", description, resume_from.name)
+    with _tensorboard_dir(cfg, metrics_path, (metrics_extra or {}).get("run_name")):  # read when the Trainer is made
+        trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator(tok), callbacks=[*cbs, *callbacks])
+        result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     stats = {
         "steps": steps,
@@ -157,6 +244,8 @@ def train(
         "first_logged_loss": losses[0] if losses else None,
         "last_logged_loss": losses[-1] if losses else None,
         "train_runtime_s": round(float(result.metrics.get("train_runtime", 0.0)), 2),
+        "resumed_from_step": int(resume_from.name[11:]) if resume_from else None,
+        "report_to": cfg.report_to_list(),
     }
     model = trainer.model
     if cfg.lora.enabled:
