@@ -108,3 +108,48 @@ def _base_weights() -> dict[str, object]:
     from thoughtsource.embedded import load_model
 
     return load_model("embedded")[0].state_dict()
+
+
+# --------------------------------------------------------------------------- sharded training (ZeRO-3, FSDP)
+class _Plugin:
+    def __init__(self, stage: int) -> None:
+        self.zero_stage = stage
+
+
+class _ShardedTrainer:
+    """What train() reads of a Trainer whose weights ZeRO-3/FSDP split: save_model gathers and writes them."""
+
+    def __init__(self, model: object, *, fsdp: bool = False, zero_stage: int | None = None) -> None:
+        self.model, self.saved_to = model, []  # type: ignore[var-annotated]
+        self.is_fsdp_enabled = fsdp
+        self.is_deepspeed_enabled = zero_stage is not None
+        self.accelerator = type("A", (), {"state": type("S", (), {"deepspeed_plugin": _Plugin(zero_stage or 0)})()})()
+
+    def save_model(self, folder: str) -> None:
+        self.saved_to.append(folder)
+        self.model.save_pretrained(folder)  # type: ignore[attr-defined]
+
+
+def test_sharded_training_is_detected_for_zero3_and_fsdp_only() -> None:
+    from thoughtsource.star.train import is_sharded
+
+    assert is_sharded(_ShardedTrainer(None, fsdp=True)) and is_sharded(_ShardedTrainer(None, zero_stage=3))
+    assert not is_sharded(_ShardedTrainer(None, zero_stage=2)) and not is_sharded(_ShardedTrainer(None))
+
+
+@pytest.mark.slow
+def test_a_sharded_model_is_gathered_through_save_model_and_loaded_whole(tmp_path: Path) -> None:
+    import torch
+
+    from thoughtsource.embedded import load_model
+    from thoughtsource.star.train import gather_full_model
+
+    model, tok = load_model("embedded")
+    with torch.no_grad():
+        model.model.norm.weight.add_(1.0)  # "trained": differs from the base model
+    trainer = _ShardedTrainer(model, fsdp=True)
+    full = gather_full_model(trainer, tok, StarConfig(), "embedded", tmp_path / "full", torch.float32)
+    assert trainer.saved_to == [str(tmp_path / "full")]  # every rank calls save_model: it is a collective
+    assert (tmp_path / "full" / "tokenizer.json").is_file()  # rank 0 adds the tokenizer: the folder loads alone
+    a, b = model.state_dict(), full.state_dict()
+    assert full is not model and all(torch.equal(a[k], b[k]) for k in a)

@@ -247,11 +247,49 @@ def train(
         "resumed_from_step": int(resume_from.name[11:]) if resume_from else None,
         "report_to": cfg.report_to_list(),
     }
-    model = trainer.model
-    if cfg.lora.enabled:
-        model = model.merge_and_unload()
+    if is_sharded(trainer):
+        model = gather_full_model(trainer, tok, cfg, base_model, workdir / "full", dtype)
+        stats["gathered_from"] = "deepspeed-zero3" if trainer.is_deepspeed_enabled else "fsdp"
+    else:
+        model = trainer.model
+        if cfg.lora.enabled:
+            model = model.merge_and_unload()
     model.eval()
     return model, tok, stats
+
+
+def is_sharded(trainer: Any) -> bool:
+    """Whether the trained weights are split over the processes (DeepSpeed ZeRO-3 or FSDP)."""
+    if getattr(trainer, "is_fsdp_enabled", False):
+        return True
+    if getattr(trainer, "is_deepspeed_enabled", False):
+        ds = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
+        return bool(ds is not None and ds.zero_stage == 3)
+    return False
+
+
+def gather_full_model(trainer: Any, tok: Any, cfg: StarConfig, base_model: str, folder: Path, dtype: Any) -> Any:
+    """Every rank's full copy of a model that ZeRO-3 or FSDP sharded, for generation and the checkpoint.
+
+    ``trainer.save_model`` is called on every rank (it gathers the shards: ZeRO-3's 16-bit gather, FSDP's full
+    state dict) and rank 0 writes the whole model; every rank then loads that folder, so generation needs no
+    ``synced_gpus`` and rank 0's checkpoint is the full weights, not its shard.  A LoRA adapter is merged into
+    the base model after the gather.
+    """
+    from ..embedded import load_model
+    from .dist import barrier, is_main
+
+    trainer.save_model(str(folder))
+    if is_main():
+        tok.save_pretrained(str(folder))
+    barrier()
+    if cfg.lora.enabled:
+        from peft import PeftModel
+
+        base, _ = load_model(base_model, dtype=dtype)
+        return PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
+    model, _ = load_model(str(folder), dtype=dtype)
+    return model
 
 
 def save_checkpoint(model: Any, tokenizer: Any, target: str | Path) -> Path:
