@@ -236,11 +236,21 @@ def test_dataset_names_with_a_slash_have_pages(make_app, tmp_path: Path) -> None
 
 
 def test_annotator_export_has_only_their_own_annotations(make_app, examples_dir) -> None:
-    app = make_app(data=None, files=[examples_dir / "annotated" / "annotated_set.json"])
+    from thoughtsource.web.data import ServedData
+
+    data = ServedData.load([examples_dir / "annotated" / "annotated_set.json"])
+    assert any(a.author == "Rob" for it in data.items for c in it.sample.generated_cot for a in c.annotations)
+    app = make_app(data=data)
     add_user(app, "alice")
-    client, _ = login(app, "alice")
-    body = client.get("/export?format=thoughtsource-json").text
-    assert '"Rob"' not in body
-    authors = {a["author"] for sp in json.loads(body).values() for xs in sp.values() for x in xs for c in x["generated_cot"]
-               for a in c["annotations"]}
-    assert authors == set()
+    client, csrf = login(app, "alice")
+
+    def authors() -> list[tuple[str, str, object]]:
+        body = json.loads(client.get("/export?format=thoughtsource-json").text)
+        return [(c["id"], a["author"], a["value"]) for sp in body.values() for xs in sp.values() for x in xs
+                for c in x["generated_cot"] for a in c["annotations"]]
+
+    assert authors() == []  # the input file's annotations by others (Rob) never reach alice's export
+    it = data.items[0]
+    r = client.put("/api/annotation", json={**_ref(it), "key": "Too verbose", "value": True}, headers={"X-CSRF-Token": csrf})
+    assert r.status_code == 200, r.text
+    assert authors() == [(it.sample.generated_cot[0].id, "alice", True)]  # her own annotation is kept
