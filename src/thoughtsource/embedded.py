@@ -38,9 +38,14 @@ def embedded_gguf() -> Path:
 _REQUIRED = ("config.json", "model.safetensors", "tokenizer.json")
 
 
+def _missing(folder: Path) -> list[str]:
+    """The files a whole converted model has and ``folder`` lacks (absent or empty)."""
+    return [n for n in _REQUIRED if not (folder / n).is_file() or (folder / n).stat().st_size == 0]
+
+
 def _complete(folder: Path) -> bool:
     """Whether ``folder`` holds a whole converted model (a killed or partial conversion does not count)."""
-    return all((folder / name).is_file() and (folder / name).stat().st_size > 0 for name in _REQUIRED)
+    return not _missing(folder)
 
 
 def embedded_model_dir() -> Path:
@@ -90,8 +95,8 @@ def _convert(gguf: Path, target: Path) -> None:
         model.generation_config.save_pretrained(tmp)
         save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         tok.save_pretrained(tmp)
-        if not _complete(tmp):
-            missing = [n for n in _REQUIRED if not (tmp / n).is_file()]
+        missing = _missing(tmp)
+        if missing:
             raise ThoughtSourceError(f"converting {gguf} wrote no {', '.join(missing)} (in {tmp})")
         os.replace(tmp, target)
     finally:

@@ -79,16 +79,16 @@ def test_a_killed_training_resumes_from_its_last_saved_step_and_ends_where_an_un
 
     tracked = _cfg(report_to="tensorboard")
     metrics = tmp_path / "run" / "metrics.jsonl"
-    extra = {"iteration": 1, "run_name": "run-iter1"}
+    extra = {"metrics_extra": {"iteration": 1}, "run_name": "run-iter1"}
     seen: list[int] = []
     with pytest.raises(_Crash):
-        train(tracked, "embedded", RECORDS, 4, tmp_path / "work", show_progress=False, metrics_path=metrics,
-              metrics_extra=extra, callbacks=_callbacks(3, seen))
+        train(tracked, "embedded", RECORDS, 4, tmp_path / "work", show_progress=False, metrics_path=metrics, **extra,
+              callbacks=_callbacks(3, seen))
     assert seen == [1, 2, 3] and (tmp_path / "work" / "checkpoint-2" / "trainer_state.json").is_file()
 
     seen.clear()
     model, _, stats = train(tracked, "embedded", RECORDS, 4, tmp_path / "work", show_progress=False,
-                            metrics_path=metrics, metrics_extra=extra, callbacks=_callbacks(None, seen))
+                            metrics_path=metrics, **extra, callbacks=_callbacks(None, seen))
     assert stats["resumed_from_step"] == 2 and seen == [3, 4]  # steps 1-2 were not trained again
     assert stats["report_to"] == ["tensorboard"]
     a, b = whole.state_dict(), model.state_dict()

@@ -414,7 +414,7 @@ class StarRun:
             model, tok, stats = train(self.cfg, self.base_path, records, steps, d / "trainer",
                                       description=f"iter {n}: train", show_progress=self.show_progress,
                                       metrics_path=self.out / "metrics.jsonl",
-                                      metrics_extra={"iteration": n, "run_name": f"{self.out.name}-iter{n}"})
+                                      metrics_extra={"iteration": n}, run_name=f"{self.out.name}-iter{n}")
         if _is_main_process():
             save_checkpoint(model, tok, _checkpoint(self.out, n))
         _barrier()  # under `accelerate launch` every rank waits for rank 0's checkpoint

@@ -54,8 +54,9 @@ def tokenize_record(record: TrainingRecord, tokenizer: Any, max_len: int) -> dic
     completion_ids = completion_ids[:max_len]
     keep_prompt = max(0, max_len - len(completion_ids))
     if len(prompt_ids) > keep_prompt:
-        special = prompt_ids[:min(n_special, keep_prompt)]
-        prompt_ids = special + (prompt_ids[len(prompt_ids) - (keep_prompt - len(special)):] if keep_prompt > len(special) else [])
+        head = min(n_special, keep_prompt)  # the leading BOS stays
+        tail = keep_prompt - head
+        prompt_ids = prompt_ids[:head] + (prompt_ids[-tail:] if tail else [])
     ids = [*prompt_ids, *completion_ids]
     labels = [IGNORE_INDEX] * len(prompt_ids) + list(completion_ids)
     return {"input_ids": ids, "attention_mask": [1] * len(ids), "labels": labels}
@@ -154,8 +155,18 @@ def resumable_checkpoint(workdir: Path, fingerprint: str, *, discard: bool = Tru
                 log.warning("discarding %s: it was left by a training of other inputs", workdir)
             shutil.rmtree(workdir, ignore_errors=True)
         return None
-    done = [c for c in workdir.glob("checkpoint-*") if (c / "trainer_state.json").is_file() and c.name[11:].isdigit()]
-    return max(done, key=lambda c: int(c.name[11:])) if done else None
+    # trainer_state.json is written last: a save killed half-way is not resumable (save_total_limit=1 deletes the
+    # older state only after the newer one is whole, so one complete state remains)
+    done = [c for c in workdir.glob(f"{_CHECKPOINT}*") if (c / "trainer_state.json").is_file() and _step_of(c) is not None]
+    return max(done, key=lambda c: _step_of(c) or 0) if done else None
+
+
+_CHECKPOINT = "checkpoint-"  # the Trainer's folder prefix
+
+
+def _step_of(checkpoint: Path) -> int | None:
+    step = checkpoint.name.removeprefix(_CHECKPOINT)
+    return int(step) if step.isdigit() else None
 
 
 def train(
@@ -169,13 +180,15 @@ def train(
     show_progress: bool = True,
     metrics_path: str | Path | None = None,
     metrics_extra: dict[str, Any] | None = None,
+    run_name: str | None = None,
     callbacks: Sequence[Any] = (),
 ) -> tuple[Any, Any, dict[str, Any]]:
     """Fine-tune a fresh copy of ``base_model`` for ``steps`` optimizer steps; returns (model, tokenizer, stats).
 
     ``output_dir`` is the work folder: trainer checkpoints go there every ``cfg.checkpoint_every`` steps, and a
     call that finds one of the same inputs there resumes from it.  The model is NOT saved here;
-    :func:`save_checkpoint` writes it atomically.  ``metrics_path``: the JSON-lines log of every logged step.
+    :func:`save_checkpoint` writes it atomically.  ``metrics_path``: the JSON-lines log of every logged step, each
+    line with ``metrics_extra``; ``run_name``: the trackers' name of this training.
     """
     import torch
     from transformers import Trainer, TrainingArguments
@@ -202,7 +215,7 @@ def train(
     workdir.mkdir(parents=True, exist_ok=True)
     if dist_is_main():
         (workdir / "inputs.sha256").write_text(fingerprint)
-    every = cfg.checkpoint_every
+    saving = 0 < cfg.checkpoint_every < steps  # a state saved at the last step would never be resumed
     args = TrainingArguments(
         output_dir=str(workdir),
         max_steps=steps,
@@ -213,11 +226,11 @@ def train(
         warmup_steps=cfg.steps.warmup_steps,
         lr_scheduler_type="constant_with_warmup",
         dataloader_drop_last=False,
-        save_strategy="steps" if 0 < every < steps else "no",
-        save_steps=every if 0 < every < steps else 500,
+        save_strategy="steps" if saving else "no",
+        save_steps=cfg.checkpoint_every if saving else 500,  # 500: the Trainer's default, unused without saving
         save_total_limit=1,  # the newest state only: a resume needs nothing older
         report_to=cfg.report_to_list(),
-        run_name=(metrics_extra or {}).get("run_name"),
+        run_name=run_name,
         logging_steps=max(1, min(10, steps // 4 or 1)),
         seed=cfg.seed,
         data_seed=cfg.seed,
@@ -228,10 +241,10 @@ def train(
     )
     cbs = [_progress_callback(steps, description)] if show_progress else []
     if metrics_path is not None:
-        cbs.append(_metrics_callback(Path(metrics_path), {k: v for k, v in (metrics_extra or {}).items() if k != "run_name"}))
+        cbs.append(_metrics_callback(Path(metrics_path), metrics_extra or {}))
     if resume_from is not None:
         log.info("%s: resuming the training from %s", description, resume_from.name)
-    with _tensorboard_dir(cfg, metrics_path, (metrics_extra or {}).get("run_name")):  # read when the Trainer is made
+    with _tensorboard_dir(cfg, metrics_path, run_name):  # read when the Trainer is made
         trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator(tok), callbacks=[*cbs, *callbacks])
         result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
@@ -244,7 +257,7 @@ def train(
         "first_logged_loss": losses[0] if losses else None,
         "last_logged_loss": losses[-1] if losses else None,
         "train_runtime_s": round(float(result.metrics.get("train_runtime", 0.0)), 2),
-        "resumed_from_step": int(resume_from.name[11:]) if resume_from else None,
+        "resumed_from_step": _step_of(resume_from) if resume_from else None,
         "report_to": cfg.report_to_list(),
     }
     if is_sharded(trainer):
@@ -277,12 +290,11 @@ def gather_full_model(trainer: Any, tok: Any, cfg: StarConfig, base_model: str, 
     the base model after the gather.
     """
     from ..embedded import load_model
-    from .dist import barrier, is_main
 
     trainer.save_model(str(folder))
-    if is_main():
+    if dist_is_main():
         tok.save_pretrained(str(folder))
-    barrier()
+    dist_barrier()
     if cfg.lora.enabled:
         from peft import PeftModel
 
