@@ -40,6 +40,7 @@ from typing import Any
 
 from .backends.base import Completion, Request
 from .errors import StoreError
+from .sqlite_wal import enable_wal
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,7 @@ class CompletionStore:
             # autocommit mode: transactions are explicit (one per put, one per migration)
             self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            mode = self.db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = enable_wal(self.db, BUSY_TIMEOUT_MS / 1000)
             if mode.lower() != "wal":
                 raise StoreError(f"{self.path}: could not switch the store to WAL mode (got {mode!r})")
             self.db.execute("PRAGMA synchronous = NORMAL")

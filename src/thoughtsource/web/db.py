@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
+from ..sqlite_wal import enable_wal
 
 log = logging.getLogger(__name__)
 
@@ -276,7 +277,7 @@ class AnnotationDB:
 
     def _migrate(self) -> None:
         with self.connect() as conn:
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = enable_wal(conn, BUSY_TIMEOUT_MS / 1000)
             if mode.lower() != "wal":
                 raise StoreError(f"{self.path}: could not switch the database to WAL mode (got {mode!r})")
         with self.connect(write=True) as conn:
