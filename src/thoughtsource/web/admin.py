@@ -57,6 +57,11 @@ def agreement_page(request: Request, user: CurrentUser) -> Response:
     for name, keys in db.assigned().items():
         items = [it for k in keys if (it := data.index.get(k)) is not None]
         queues[name] = {"total": len(items), "done": sum(1 for it in items if sample_done(it, done.get(name, set())))}
+    # an annotator with a queue who has not started yet gets a row too (0 of everything), not silently none
+    started = {p["annotator"] for p in progress}
+    progress += [{"annotator": name, "annotations": 0, "cots": 0, "samples": 0, "total_cots": data.total_cots,
+                  "total_samples": len(data.items)} for name in queues if name not in started]
+    progress.sort(key=lambda p: p["annotator"])
     return _render(request, "agreement.html", user, results=agreement_mod.agreement(rows, request.app.state.settings.labels),
                    progress=progress, queues=queues)
 
