@@ -239,6 +239,14 @@ def test_blind_review_switched_by_the_admin_hides_models_and_shuffles_per_annota
         assert sorted(order) == sorted(file_order)
         assert _cot_page(client, it)[1] == order  # the same order on every visit
         orders[name] = order
+        # the page names CoTs by shown position only: the file position (it groups CoTs by model) does not leak
+        assert re.findall(r'<article class="cot card"[^>]* data-cot="(\d+)"', html) == [str(i) for i in range(len(order))]
+        shown = {file_order.index(cid): k for k, cid in enumerate(order)}
+        sim, open_sim = page_data(html)["similarity"], page_data(_cot_page(root, it)[0])["similarity"]
+        assert sim["sentences"] == [open_sim["sentences"][file_order.index(cid)] for cid in order]
+        assert sorted(map(tuple, sim["pairs"])) == sorted(
+            (shown[a], sa, shown[b], sb, *rest) for a, sa, b, sb, *rest in open_sim["pairs"]
+        )
         listing = client.get("/samples?model=gpt-4").text  # the model filter is ignored: every sample is listed
         assert '<p class="count">1302 samples' in listing and "<th>Models</th>" not in listing
         assert not any(m in listing for m in served.facets["model"])

@@ -275,6 +275,16 @@ def _similarity(request: Request, it: Item) -> dict[str, Any]:
     return sim
 
 
+def _renumber(sim: dict[str, Any], shown: dict[int, int]) -> dict[str, Any]:
+    """The similarity data with CoT file positions replaced by shown positions (blind review: the file order,
+    which groups CoTs by model, must not reach the page)."""
+    order = sorted(shown, key=shown.__getitem__)
+    return {
+        "sentences": [sim["sentences"][i] for i in order],
+        "pairs": [[shown[p[0]], p[1], shown[p[2]], *p[3:]] for p in sim["pairs"]],
+    }
+
+
 @pages.get("/sample/{path:path}")
 def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Filters, Depends(_filters)]) -> Response:
     """One sample: question, gold data and all generated CoTs side by side.  The query string keeps the list's filters.
@@ -318,8 +328,12 @@ def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Fil
             "file_annotations": c.annotations if user.is_admin else [],
             "others": [r for r in others if r.ref.cot_id == cid],
         })
+    similarity = _similarity(request, it)
     if is_blind:  # each annotator their own order of this sample's CoTs, the same on every visit
         random.Random(f"{user.name}\0{dataset}\0{split}\0{x.id}").shuffle(cots)
+        similarity = _renumber(similarity, {c["index"]: shown for shown, c in enumerate(cots)})
+        for shown, c in enumerate(cots):  # the page names CoTs by shown position, never by file position
+            c["index"] = shown
     # neighbours in the filtered list (j/k); fall back to file order when this sample left the filter
     annotated = db.annotated_samples(auth.visible_annotator(user, None))
     items = data.select(f, annotated)
@@ -337,7 +351,7 @@ def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Fil
         "labels": settings.labels,
         "state": state,
         "readonly": not user.can_write,
-        "similarity": _similarity(request, it),
+        "similarity": similarity,
         "threshold": settings.similarity_threshold,
         "prev": _sample_href(prev_it, f) if prev_it else None,
         "next": _sample_href(next_it, f) if next_it else None,
