@@ -181,8 +181,9 @@ def _set_cookie(request: Request, response: Response, name: str, value: str, max
 
 # --------------------------------------------------------------------------- helpers shared by the pages
 def blind(request: Request, user: User) -> bool:
-    """Blind review (``serve --blind`` or the admin's switch): model, trigger and correctness are hidden from
-    annotators and viewers, and each annotator sees a sample's CoTs in their own shuffled order.  Admins see all."""
+    """Blind review (``serve --blind`` or the admin's switch): model, trigger and correctness are hidden from the
+    pages of annotators and viewers, and each sees a sample's CoTs in their own shuffled order.  Admins see all.
+    Exports (which name the models) are refused to annotators only: viewers and API tokens observe, never label."""
     return not user.is_admin and (request.app.state.settings.blind or bool(_db(request).setting("blind", False)))
 
 
