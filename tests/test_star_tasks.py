@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from thoughtsource.errors import UnknownNameError
 from thoughtsource.star.tasks import TASKS, get_task
 from thoughtsource.star.tasks.arithmetic import ArithmeticTask, scratchpad
 
@@ -103,3 +104,11 @@ def test_number_hint_is_the_answer_alone_never_the_solution(shared_data: Path, t
 
 def test_registry_names() -> None:
     assert set(TASKS) >= {"arithmetic", "gsm8k", "commonsense_qa"}
+
+
+def test_an_unknown_task_lists_each_name_once() -> None:
+    with pytest.raises(UnknownNameError) as e:
+        get_task("gsm8", n_train=1)
+    names = str(e.value).split("Available: ", 1)[1].split(", ")
+    assert "Did you mean: gsm8k" in str(e.value)
+    assert len(names) == len(set(names)) and {"arithmetic", "gsm8k", "commonsense_qa", "worldtree"} <= set(names)

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import ThoughtSourceError
+from .errors import ModelError, ThoughtSourceError
 from .paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -111,13 +111,38 @@ def resolve_model(name_or_path: str) -> str:
     return name_or_path
 
 
+def check_model_source(name_or_path: str) -> None:
+    """Refuse at once a model that names a local folder that is not there or holds no model.
+
+    ``"embedded"`` and hub ids (``org/name``) pass; whether a hub id can be fetched shows when it is loaded.
+    Cheap (no import of transformers): called where a run is configured, before any work is done.
+    """
+    if name_or_path in ("embedded", EMBEDDED_NAME, "smollm2"):
+        return
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelError(f"{name_or_path}: not a transformers model folder (no config.json in it)")
+        return
+    if path.exists():
+        raise ModelError(f"{name_or_path}: is a file; give the transformers model folder that holds it (config.json and weights)")
+    hub_like = not path.is_absolute() and not name_or_path.startswith((".", "~")) and len(Path(name_or_path).parts) <= 2
+    if not hub_like:
+        raise ModelError(f"{name_or_path}: no such model folder (a model is 'embedded', a transformers model folder or a hub id)")
+
+
 def load_model(name_or_path: str = "embedded", **kwargs: Any) -> tuple[Any, Any]:
     """(model, tokenizer) with transformers; the tokenizer pads on the left for batched generation."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    check_model_source(name_or_path)
     path = resolve_model(name_or_path)
-    tok = AutoTokenizer.from_pretrained(path, padding_side="left")
+    try:
+        tok = AutoTokenizer.from_pretrained(path, padding_side="left")
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except (OSError, ValueError) as e:  # transformers: not reachable on the hub / not cached; unrecognized config
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelError(f"cannot load model {name_or_path!r}: {first}") from e
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     return model, tok

@@ -68,6 +68,10 @@ class ChecksumError(DataError):
     """A downloaded or local raw file does not have the expected sha256."""
 
 
+class ModelError(ThoughtSourceError):
+    """A model cannot be found or loaded (a missing folder, a folder without a model, an unreachable hub id)."""
+
+
 class ConfigError(ThoughtSourceError):
     """A configuration is invalid; lists *all* problems at once."""
 
@@ -86,7 +90,7 @@ class UnknownNameError(ThoughtSourceError, KeyError):
     def __init__(self, kind: str, name: str, available: Iterable[str]) -> None:
         self.kind = kind
         self.name = name
-        self.available = sorted(available)
+        self.available = sorted(set(available))
         close = difflib.get_close_matches(name, self.available, n=3)
         text = f"Unknown {kind} '{name}'."
         if close:

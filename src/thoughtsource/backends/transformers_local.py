@@ -131,7 +131,10 @@ class TransformersBackend:
             self.device = str(next(model.parameters()).device)
             self._owns_model = False
         else:
+            from ..embedded import check_model_source
+
             self.options = TransformersOptions(model=model, **options)
+            check_model_source(model)  # a missing folder is an error now, not a traceback at the first request
             self._model = self._tokenizer = None
             self.device = self.options.device or _default_device()
             self._owns_model = True

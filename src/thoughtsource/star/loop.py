@@ -118,6 +118,9 @@ class StarRun:
         self.resume = resume
         self.show_progress = show_progress
         self.on_step = on_step  # called after each finished step (tests, benchmarks)
+        from ..embedded import check_model_source
+
+        check_model_source(cfg.model)  # before the run folder is made
         self.task: Task = get_task(cfg.task, **cfg.task_options)
         self._model: tuple[int, Any, Any] | None = None  # (iteration, model, tokenizer) held in memory
         self._base_path: str | None = None
