@@ -43,3 +43,14 @@ def test_help_is_fast_and_imports_nothing_heavy():
     assert out[1] == "False"
     p = subprocess.run([sys.executable, "-m", "thoughtsource", "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "info" in p.stdout  # its time is measured in docs/benchmarks.md, not asserted here
+
+
+def test_a_bad_generate_config_file_is_named_with_every_problem(tmp_path: Path):
+    cfg = tmp_path / "gen.yaml"
+    cfg.write_text("model: 3\ntemperatur: 0.5\n")
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "generate", "--config", str(cfg), "--dataset", "gsm8k",
+                        "--out", str(tmp_path / "o.json")], capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert p.stderr.splitlines() == [f"error: {cfg}: invalid generate config (this file with the flags on top)",
+                                     "  - model: Input should be a valid string", "  - temperatur: Extra inputs are not permitted"]
+    assert not (tmp_path / "o.json").exists()

@@ -97,7 +97,12 @@ def generate_cmd(
     if flags["model"] is not None:
         settings.pop("engine", None)
     settings.update({k: v for k, v in flags.items() if v is not None})
-    cfg = GenerateConfig.parse(settings)
+    try:
+        cfg = GenerateConfig.parse(settings)
+    except ConfigError as e:
+        if config is None:
+            raise
+        raise ConfigError("invalid generate config (this file with the flags on top)", path=str(config), problems=e.problems) from None
 
     if file:
         full = Collection.load(file)
