@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,15 +48,33 @@ def test_users_add_and_list(tmp_path: Path) -> None:
 def test_serve_builds_the_app_from_the_files(tmp_path: Path, examples_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import uvicorn
 
-    seen = {}
-    monkeypatch.setattr(uvicorn, "run", lambda a, **kw: seen.update(app=a, **kw))
+    seen: dict = {}
+
+    def fake_run(server: uvicorn.Server, sockets: list[socket.socket]) -> None:
+        seen.update(app=server.config.app, address=sockets[0].getsockname())
+        sockets[0].close()
+
+    monkeypatch.setattr(uvicorn.Server, "run", fake_run)
     f = examples_dir / "annotated" / "annotated_set.json"
-    r = runner.invoke(app, ["serve", str(f), "--db", str(tmp_path / "a.sqlite"), "--port", "8123", "--labels", "Good, Bad"])
+    r = runner.invoke(app, ["serve", str(f), "--db", str(tmp_path / "a.sqlite"), "--port", "0", "--labels", "Good, Bad"])
     assert r.exit_code == 0, r.output
-    assert "serving 36 samples" in r.output and "no users yet" in r.output
-    assert seen["port"] == 8123 and seen["host"] == "127.0.0.1"
+    host, port = seen["address"]
+    assert host == "127.0.0.1" and port > 0
+    assert f"serving 36 samples on http://127.0.0.1:{port} " in r.output and "no users yet" in r.output
     assert seen["app"].state.settings.labels == ["Good", "Bad"]
     assert TestClient(seen["app"]).get("/login").status_code == 200
+
+
+def test_serve_on_a_port_in_use_is_one_error_before_loading(tmp_path: Path, examples_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        p = subprocess.run([sys.executable, "-m", "thoughtsource", "serve", str(examples_dir / "annotated" / "annotated_set.json"),
+                            "--db", str(tmp_path / "a.sqlite"), "--port", str(port)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: Address already in use"]
+    assert "serving" not in p.stdout + p.stderr and not (tmp_path / "a.sqlite").exists()
 
 
 def _cot_refs(path: Path, n: int) -> list[CotRef]:

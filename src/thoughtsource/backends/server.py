@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 import threading
 import time
 import uuid
@@ -25,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import BackendError, ThoughtSourceError
+from ..listen import bind
 from .base import Backend, Completion, Request
 
 log = logging.getLogger(__name__)
@@ -190,17 +190,6 @@ class ModelServerHandle:
         self._thread.join(timeout=30)
 
 
-def _bound_socket(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as e:
-        sock.close()
-        raise ThoughtSourceError(f"cannot listen on {host}:{port}: {e.strerror}") from e
-    return sock
-
-
 def make_backend(model: str = "embedded", **options: Any) -> Backend:
     from .transformers_local import TransformersBackend
 
@@ -218,7 +207,7 @@ def serve(
     """Serve in the foreground until interrupted."""
     import uvicorn
 
-    sock = _bound_socket(host, port)
+    sock = bind(host, port)
     log.info("serving %s at http://%s:%d/v1", served_model_name, host, sock.getsockname()[1])
     app = create_app(backend, served_model_name, default_max_tokens)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
@@ -233,7 +222,7 @@ def run_model_server(
     import uvicorn
 
     backend = backend if backend is not None else make_backend()
-    sock = _bound_socket(host, port)
+    sock = bind(host, port)
     server = uvicorn.Server(uvicorn.Config(create_app(backend, served_model_name), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="model-server", daemon=True)
     thread.start()

@@ -35,9 +35,11 @@ def serve(
     """Serve the viewer and annotator (log in with an account made by `thoughtsource users add`)."""
     import uvicorn
 
+    from ..listen import bind
     from ..web.app import ServeSettings, create_app
     from ..web.db import AnnotationDB
 
+    sock = bind(host, port)  # a port in use is an error before the data is loaded
     extra: dict = {"labels": [x.strip() for x in labels.split(",") if x.strip()]} if labels else {}
     if similarity_threshold is not None:
         extra["similarity_threshold"] = similarity_threshold
@@ -51,8 +53,8 @@ def serve(
         console.print(f"[yellow]no users yet[/]: create one with `thoughtsource users add NAME --role admin --db {settings.db}`")
     if host not in ("127.0.0.1", "localhost", "::1") and not secure_cookies:
         console.print("[yellow]warning[/]: listening beyond localhost without --secure-cookies; put it behind HTTPS")
-    console.print(f"serving {len(app.state.data.items)} samples on http://{host}:{port}  (db: {settings.db})")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    console.print(f"serving {len(app.state.data.items)} samples on http://{host}:{sock.getsockname()[1]}  (db: {settings.db})")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
 class Role(str, Enum):
