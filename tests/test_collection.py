@@ -2,7 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from thoughtsource.collection import Collection
+from thoughtsource.errors import DataError
 from thoughtsource.schema import GeneratedCot
 
 
@@ -60,6 +63,15 @@ def test_select_is_deterministic_and_keeps_order(examples_dir: Path):
     order = [x.id for x in c["worldtree"]["train"]]
     assert ids1 == sorted(ids1, key=order.index)
     assert len(c.select(split="train", number_samples=1000)) == 100
+
+
+def test_select_of_a_split_nobody_has_is_an_error(examples_dir: Path):
+    worldtree = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json")
+    with pytest.raises(DataError, match=r"no dataset has a split 'tset' \(available: train\)"):
+        worldtree.select(split="tset", number_samples=3)
+    both = worldtree.merge(Collection(data={"other": {"test": list(worldtree["worldtree"]["train"][:2])}}))
+    assert both.select(split="test").info() == Collection(data={"other": {"test": both["other"]["test"]}}).info()
+    assert len(Collection(data={}).select(split="train")) == 0  # nothing to choose from: nothing chosen
 
 
 def test_filter_and_delete(examples_dir: Path):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import io
+from .errors import DataError
 from .io import Data
 from .schema import GeneratedCot, Sample
 
@@ -153,8 +154,13 @@ class Collection:
     def select(self, split: str | None = "train", number_samples: int | None = None, seed: int = 0) -> Collection:
         """A deterministic random subset: per dataset, ``number_samples`` of ``split`` (all if None).
 
-        Samples keep their original order.  ``split=None`` keeps every split.
+        Samples keep their original order.  ``split=None`` keeps every split.  A split that no dataset
+        of a non-empty collection has is a :class:`DataError` (a typo must not select nothing silently);
+        datasets that lack it while others have it are left out.
         """
+        if split is not None and self._data and not any(split in splits for splits in self._data.values()):
+            available = sorted({s for splits in self._data.values() for s in splits})
+            raise DataError(f"no dataset has a split '{split}' (available: {', '.join(available) or 'none'})")
         rng = random.Random(seed)
         data: Data = {}
         for d, splits in self._data.items():

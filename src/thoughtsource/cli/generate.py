@@ -25,19 +25,15 @@ def _load_yaml(path: Path) -> dict[str, Any]:
 
 
 def select_samples(full: Any, split: str | None, n_samples: int | None, seed: int) -> Any:
-    """The samples to generate for; a split no dataset has is an error, a too-large ``n_samples`` a warning."""
-    from ..errors import DataError
-
-    have = {d: {s: len(xs) for s, xs in splits.items()} for d, splits in full.data.items()}
-    if split is not None and not any(split in splits for splits in have.values()):
-        available = sorted({s for splits in have.values() for s in splits})
-        raise DataError(f"no dataset has a split '{split}' (available: {', '.join(available) or 'none'})")
+    """The samples to generate for; a split no dataset has is an error (``Collection.select``), a too-large
+    ``n_samples`` a warning."""
+    selected = full.select(split=split, number_samples=n_samples, seed=seed)
     if n_samples is not None:
-        for d, splits in have.items():
-            for s, count in splits.items():
-                if (split is None or s == split) and count < n_samples:
-                    log.warning("--n-samples %d: %s/%s has only %d samples; generating for all %d", n_samples, d, s, count, count)
-    return full.select(split=split, number_samples=n_samples, seed=seed)
+        for d, splits in selected.data.items():
+            for s, xs in splits.items():
+                if len(xs) < n_samples:
+                    log.warning("--n-samples %d: %s/%s has only %d samples; generating for all %d", n_samples, d, s, len(xs), len(xs))
+    return selected
 
 
 def generate_cmd(
