@@ -57,3 +57,11 @@ def test_bad_options_are_config_errors(tmp_path: Path) -> None:
 def test_help_lists_the_star_commands() -> None:
     r = runner.invoke(app, ["star", "--help"])
     assert r.exit_code == 0 and all(c in r.output for c in ("run", "compare", "report"))
+
+
+def test_out_that_is_a_file_is_a_config_error(tmp_path: Path) -> None:
+    f = tmp_path / "run.json"
+    f.write_text("{}")
+    r = runner.invoke(app, ["star", "run", "--out", str(f), "--baseline", "fewshot"])
+    assert isinstance(r.exception, ConfigError) and str(r.exception) == f"{f}: is a file; --out is the run's folder"
+    assert f.read_text() == "{}"

@@ -121,6 +121,8 @@ class StarRun:
         from ..embedded import check_model_source
 
         check_model_source(cfg.model)  # before the run folder is made
+        if self.out.exists() and not self.out.is_dir():
+            raise ConfigError(f"{self.out}: is a file; --out is the run's folder")
         self.task: Task = get_task(cfg.task, **cfg.task_options)
         self._model: tuple[int, Any, Any] | None = None  # (iteration, model, tokenizer) held in memory
         self._base_path: str | None = None
