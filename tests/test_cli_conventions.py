@@ -61,6 +61,25 @@ def test_user_error_is_exit_1_and_unknown_names_suggest(tmp_path: Path) -> None:
                                              + ", ".join(sorted(datasets.names()))]
 
 
+def test_outputs_in_the_wrong_place_are_one_line_errors(annotated: Path, tmp_path: Path) -> None:
+    """A folder where a file is written, a file where a folder is made: one line naming the path, exit 1."""
+    a_file = tmp_path / "taken"
+    a_file.write_text("keep me")
+    cases = [
+        (("convert", str(annotated), str(tmp_path), "--to", "thoughtsource-json"),
+         f"error: {tmp_path}: is a folder; expected the path of a file to write"),
+        (("convert", str(annotated), str(a_file), "--to", "parquet"),
+         f"error: {a_file / 'worldtree'}: Not a directory (a file stands where a folder is needed)"),
+        (("evaluate", str(annotated), "--out", str(a_file)),
+         f"error: {a_file}: File exists (a file stands where a folder is needed)"),
+    ]
+    for args, line in cases:
+        p = ts(*args)
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+        assert p.stderr.strip().splitlines()[-1] == line
+    assert a_file.read_text() == "keep me" and sorted(x.name for x in tmp_path.iterdir()) == ["taken"]  # no temp files left
+
+
 def test_results_on_stdout_notes_on_stderr(annotated: Path, tmp_path: Path) -> None:
     info = ts("info", str(annotated))
     assert info.returncode == 0 and info.stderr == ""

@@ -47,6 +47,8 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
     files of processes that are gone.
     """
     path = Path(path)
+    if path.is_dir():
+        raise DataError("is a folder; expected the path of a file to write", path=str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=path.parent)

@@ -8,13 +8,16 @@ Conventions (tested in ``tests/test_cli_conventions.py``):
 * results (tables, ``--json``) go to stdout; logs, progress bars and "wrote ..." notes to stderr;
 * a user error (:class:`ThoughtSourceError`) is one red line on stderr and exit code 1; a usage
   error (unknown option, missing or bad argument) one line and exit code 2; ``--debug`` shows
-  tracebacks; anything else is a bug and keeps its traceback;
+  tracebacks; a file-system error on a path the user named (it exists as a file where a folder is
+  needed, permission denied, disk full) is one line too, exit code 1; anything else is a bug and
+  keeps its traceback;
 * Ctrl-C prints "aborted" and exits 130; work already committed (the completion store, files
   written atomically) stays as it is, so re-running the command resumes.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
@@ -83,6 +86,13 @@ def _error(message: str) -> None:
     console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
 
 
+def _user_file_error(e: OSError) -> bool:
+    """A file-system error about a named path that the user can fix (not a bug, not a network error)."""
+    user_fixable = {errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EROFS,
+                    errno.ENOENT, errno.EDQUOT, errno.ENAMETOOLONG}
+    return e.filename is not None and e.errno in user_fixable
+
+
 def _usage_error(e: BaseException) -> int:
     """One line on stderr: the problem and where to read more; returns the exit code."""
     code = int(getattr(e, "exit_code", EXIT_USAGE))
@@ -108,6 +118,12 @@ def main(argv: list[str] | None = None) -> None:
         if _state["debug"]:
             raise
         _error(str(e))
+        sys.exit(1)
+    except OSError as e:
+        if _state["debug"] or not _user_file_error(e):
+            raise
+        hint = " (a file stands where a folder is needed)" if e.errno in (errno.EEXIST, errno.ENOTDIR) else ""
+        _error(f"{e.filename}: {e.strerror}{hint}")
         sys.exit(1)
     except KeyboardInterrupt:
         _aborted()
