@@ -135,3 +135,22 @@ def test_agreement_command(tmp_path: Path) -> None:
         ("A", "B"): pytest.approx(0.4), ("A", "C"): pytest.approx(1.0), ("B", "C"): pytest.approx(-1.0)}
     r = runner.invoke(app, ["agreement", "--db", str(db.path)])
     assert r.exit_code == 0 and "0.333" in r.output and "A-B (3): 0.400" in r.output
+
+
+@pytest.mark.parametrize("args", [
+    ["annotations", "export", "FILE", "--out", "OUT"],
+    ["users", "list"],
+    ["users", "role", "alice", "viewer"],
+    ["tasks", "progress", "FILE"],
+    ["tokens", "list"],
+    ["agreement"],
+])
+def test_reading_a_database_that_is_not_there_is_an_error(args: list[str], tmp_path: Path, examples_dir: Path) -> None:
+    """A mistyped --db must not become a new empty database and an empty export that looks like success."""
+    db = tmp_path / "anotations.sqlite"
+    f = examples_dir / "annotated" / "annotated_wt_davinci.json"
+    args = [str(f) if a == "FILE" else str(tmp_path / "out.json") if a == "OUT" else a for a in args]
+    r = runner.invoke(app, [*args, "--db", str(db)])
+    assert isinstance(r.exception, StoreError), r.output
+    assert str(r.exception).startswith(f"{db}: no annotation database here")
+    assert not db.exists() and not (tmp_path / "out.json").exists()

@@ -21,6 +21,18 @@ def _db_path(db: Path | None) -> Path:
     return db if db is not None else paths.home() / "annotations.sqlite"
 
 
+def _existing_db(db: Path | None) -> Path:
+    """The database of a command that reads or changes what is already there: a mistyped path is an error,
+    never a new empty database that reports nothing."""
+    from ..errors import StoreError
+
+    path = _db_path(db)
+    if not path.is_file():
+        raise StoreError(f"{path}: no annotation database here (it is made by `thoughtsource serve` or `users add`; "
+                         "check --db)")
+    return path
+
+
 def serve(
     files: list[Path] = typer.Argument(..., help="ThoughtSource JSON/JSONL/Parquet files; merged and served together."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
@@ -102,7 +114,7 @@ def users_passwd(
 
     password = sys.stdin.readline().rstrip("\n") if password_stdin else typer.prompt("Password", hide_input=True,
                                                                                      confirmation_prompt=True)
-    AnnotationDB(_db_path(db)).set_password(name, hash_password(password))
+    AnnotationDB(_existing_db(db)).set_password(name, hash_password(password))
     console.print(f"new password set for [bold]{name}[/]; their sessions were ended")
 
 
@@ -111,11 +123,11 @@ def users_list(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> No
     """List the accounts and their roles."""
     from ..web.db import AnnotationDB
 
-    table = Table(title=str(_db_path(db)))
+    table = Table(title=str(_existing_db(db)))
     table.add_column("user")
     table.add_column("role")
     table.add_column("status")
-    for u in AnnotationDB(_db_path(db)).users():
+    for u in AnnotationDB(_existing_db(db)).users():
         table.add_row(u.name, u.role, "disabled" if u.disabled else "active")
     console.print(table)
 
@@ -126,7 +138,7 @@ def users_role(name: str = typer.Argument(..., help="User name."), role: Role = 
     """Change a user's role (ends their sessions)."""
     from ..web.db import AnnotationDB
 
-    AnnotationDB(_db_path(db)).set_role(name, role.value)
+    AnnotationDB(_existing_db(db)).set_role(name, role.value)
     console.print(f"[bold]{name}[/] is now {role.value}")
 
 
@@ -135,7 +147,7 @@ def users_disable(name: str = typer.Argument(..., help="User name."), db: Path |
     """Disable an account: its sessions end, it cannot log in, its API tokens stop working; annotations stay."""
     from ..web.db import AnnotationDB
 
-    AnnotationDB(_db_path(db)).set_disabled(name, True)
+    AnnotationDB(_existing_db(db)).set_disabled(name, True)
     console.print(f"disabled [bold]{name}[/]")
 
 
@@ -144,7 +156,7 @@ def users_enable(name: str = typer.Argument(..., help="User name."), db: Path | 
     """Enable a disabled account."""
     from ..web.db import AnnotationDB
 
-    AnnotationDB(_db_path(db)).set_disabled(name, False)
+    AnnotationDB(_existing_db(db)).set_disabled(name, False)
     console.print(f"enabled [bold]{name}[/]")
 
 
@@ -153,7 +165,7 @@ def users_remove(name: str = typer.Argument(..., help="User name."), db: Path | 
     """Delete an account with its sessions, tokens and assignments; its annotations stay in the database."""
     from ..web.db import AnnotationDB
 
-    AnnotationDB(_db_path(db)).remove_user(name)
+    AnnotationDB(_existing_db(db)).remove_user(name)
     console.print(f"removed [bold]{name}[/] (their annotations stay)")
 
 
@@ -202,7 +214,7 @@ def tasks_progress(files: list[Path] = typer.Argument(..., help="The ThoughtSour
     from ..web.data import ServedData, sample_done
     from ..web.db import AnnotationDB
 
-    store = AnnotationDB(_db_path(db))
+    store = AnnotationDB(_existing_db(db))
     data = ServedData.load(files)
     done: dict[str, set] = {}
     for r in store.annotations():
@@ -246,7 +258,7 @@ def tokens_list(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> N
     table = Table(title="API tokens")
     for col in ("id", "user", "label", "created", "last used"):
         table.add_column(col)
-    for t in AnnotationDB(_db_path(db)).tokens():
+    for t in AnnotationDB(_existing_db(db)).tokens():
         table.add_row(str(t["id"]), t["user"], t["label"], t["created"], t["last_used"] or "-")
     console.print(table)
 
@@ -258,7 +270,7 @@ def tokens_revoke(token_id: int = typer.Argument(..., help="Token id (see tokens
     from ..errors import StoreError
     from ..web.db import AnnotationDB
 
-    if not AnnotationDB(_db_path(db)).revoke_token(token_id):
+    if not AnnotationDB(_existing_db(db)).revoke_token(token_id):
         raise StoreError(f"no token with id {token_id}")
     console.print(f"revoked token {token_id}")
 
@@ -290,7 +302,7 @@ def annotations_export(
     from ..web.db import AnnotationDB, normalize_name
 
     data = ServedData.load(files)
-    store = AnnotationDB(_db_path(db))
+    store = AnnotationDB(_existing_db(db))
     rows = store.annotations(annotator=normalize_name(annotator) if annotator else None)
     final = [] if annotator else store.adjudications()
     if format is ExportFormat.csv:
@@ -338,7 +350,7 @@ def agreement(
     from ..web.db import AnnotationDB
 
     wanted = [x.strip() for x in labels.split(",") if x.strip()] if labels else DEFAULT_LABELS
-    results = compute(AnnotationDB(_db_path(db)).annotations(), wanted)
+    results = compute(AnnotationDB(_existing_db(db)).annotations(), wanted)
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in results], indent=2))
         return
