@@ -95,7 +95,7 @@ def test_self_reflection_on_the_embedded_model(worldtree: Collection, tmp_path: 
     assert report.attached_cots == 3 and report.called == 6
     for _, _, s in worldtree.samples():
         reflection = s.generated_cot[-1]
-        assert reflection.model["chain"] == "self_reflect" and reflection.model["name"] == "embedded"
+        assert reflection.model["chain"] == "self_reflect" and reflection.model["name"] == "SmolLM2-135M-Instruct"
         assert reflection.cot.strip() and s.question not in reflection.cot  # the model's own critique, not an echo
         assert reflection.api_service == "transformers"
     worldtree.evaluate()

@@ -47,7 +47,7 @@ def test_transformers_backend_generates_real_cots(examples_dir: Path, tmp_path: 
     for (_, _, x), cot in zip(c.samples(), cots, strict=True):
         assert cot.cot and len(cot.cot.split()) >= 5  # a real continuation, not an echo of the prompt
         assert x.question not in cot.cot
-        assert cot.api_service == "transformers" and cot.model["name"] == "embedded"
+        assert cot.api_service == "transformers" and cot.model["name"] == "SmolLM2-135M-Instruct"
         assert cot.answers[0].answer and cot.answers[0].answer_extraction == "kojima-A-D"
     assert cots[0].cot != cots[1].cot
     before = embedded.counters.requests

@@ -173,8 +173,8 @@ def _values(sample: Sample, fragments: Fragments, instruction: str | None, trigg
     }
 
 
-def _model_info(cfg: GenerateConfig, chain: str, templates: dict[str, str], **extra: Any) -> dict[str, Any]:
-    return {**cfg.model_info(0), "chain": chain, "templates": templates, **extra}
+def _model_info(cfg: GenerateConfig, chain: str, templates: dict[str, str], name: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {**cfg.model_info(0, name), "chain": chain, "templates": templates, **extra}
 
 
 def _run_chain(

@@ -22,6 +22,11 @@ log = logging.getLogger(__name__)
 
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+ALIASES = ("embedded", EMBEDDED_NAME, "smollm2")  # what names the embedded model
+
+
+def is_embedded(name: str) -> bool:
+    return name in ALIASES
 
 
 def embedded_gguf() -> Path:
@@ -106,7 +111,7 @@ def _convert(gguf: Path, target: Path) -> None:
 
 def resolve_model(name_or_path: str) -> str:
     """``"embedded"`` → the converted embedded folder; anything else is returned unchanged."""
-    if name_or_path in ("embedded", EMBEDDED_NAME, "smollm2"):
+    if is_embedded(name_or_path):
         return str(embedded_model_dir())
     return name_or_path
 
@@ -117,7 +122,7 @@ def check_model_source(name_or_path: str) -> None:
     ``"embedded"`` and hub ids (``org/name``) pass; whether a hub id can be fetched shows when it is loaded.
     Cheap (no import of transformers): called where a run is configured, before any work is done.
     """
-    if name_or_path in ("embedded", EMBEDDED_NAME, "smollm2"):
+    if is_embedded(name_or_path):
         return
     path = Path(name_or_path).expanduser()
     if path.is_dir():

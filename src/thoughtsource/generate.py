@@ -154,7 +154,12 @@ class GenerateConfig(BaseModel):
 
     def model_info(self, sample_index: int, name: str | None = None) -> dict[str, Any]:
         """What is stored as a CoT's ``model``: the name and the generation parameters."""
-        info: dict[str, Any] = {"name": name or self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        from .embedded import EMBEDDED_NAME, is_embedded
+
+        name = name or self.model
+        # the file says which model wrote the CoT, not our alias for it
+        info: dict[str, Any] = {"name": EMBEDDED_NAME if is_embedded(name) else name, "temperature": self.temperature,
+                                "max_tokens": self.max_tokens}
         if self.top_p != 1.0:
             info["top_p"] = self.top_p
         if self.n > 1 or self.temperature > 0:
