@@ -50,6 +50,18 @@ def test_compare_two_models_on_the_same_prompts(runs: Path) -> None:
     assert ((flipped["change"] == "fixed") == (~flipped["correct_a"].astype(bool) & flipped["correct_b"].astype(bool))).all()
 
 
+def test_compare_runs_with_no_prompt_in_common_says_why_and_how(runs: Path) -> None:
+    gpt4, cohere = runs / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json", runs / "thoughtsource_167_cohere_command-xlarge-nightly_None_None.json"
+    r = compare_runs(gpt4, cohere)
+    assert len(r.table) == 0 and (r.only_a, r.only_b, r.shared_samples) == (600, 1002, 300)
+    assert r.combinations_a == ["None / zhou-01 / kojima-A-D", "None / zhou-01 / kojima-A-E", "None / zhou-01 / kojima-yes-no"]
+    assert {c.split(" / ")[1] for c in r.combinations_b} == {"None"}
+    assert r.hint() is not None and "300 of the same samples" in r.hint() and "--select-a" in r.hint()
+    picked = compare_runs(gpt4, cohere, select_a={"cot_trigger": "zhou-01"}, select_b={"cot_trigger": "None"})
+    assert len(picked.table) == 300 and picked.hint() is None
+    assert compare_runs(runs / FLAN, runs / GPT35).hint() is None  # paired: nothing to explain
+
+
 def test_compare_two_prompts_of_one_run(runs: Path) -> None:
     r = compare_runs(runs / GPT35, runs / GPT35, select_a={"cot_trigger": "kojima-01"}, select_b={"cot_trigger": "zhou-01"})
     assert len(r.table) == 402 and r.only_a == r.only_b == 0

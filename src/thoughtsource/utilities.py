@@ -66,6 +66,18 @@ class RunComparison:
     table: pd.DataFrame
     only_a: int = 0  # answers in A with no counterpart in B
     only_b: int = 0
+    shared_samples: int = 0  # samples answered in both runs, whatever the prompts
+    combinations_a: list[str] = field(default_factory=list)  # "instruction / trigger / extraction" of A's answers
+    combinations_b: list[str] = field(default_factory=list)
+
+    def hint(self) -> str | None:
+        """Why nothing was paired although both runs answered the same samples (different prompts), and what to do."""
+        if len(self.table) or not self.shared_samples:
+            return None
+        return (f"the runs answer {self.shared_samples} of the same samples, but with no prompt combination in common "
+                f"(instruction / CoT trigger / answer extraction; A: {'; '.join(self.combinations_a)}; B: "
+                f"{'; '.join(self.combinations_b)}): pick one of each with --select-a KEY=VALUE --select-b KEY=VALUE, "
+                "e.g. --select-a cot_trigger=… --select-b cot_trigger=…")
 
     def counts(self) -> dict[str, int]:
         return {k: int(v) for k, v in self.table["change"].value_counts().items()}
@@ -113,7 +125,13 @@ def compare_runs(
     both["change"] = "same"
     both.loc[~ca & cb, "change"] = "fixed"
     both.loc[ca & ~cb, "change"] = "broken"
-    return RunComparison(both.reset_index(drop=True), only_a, only_b)
+    shared = len(left[SAMPLE_KEY].drop_duplicates().merge(right[SAMPLE_KEY].drop_duplicates(), on=SAMPLE_KEY))
+    return RunComparison(both.reset_index(drop=True), only_a, only_b, shared, _combinations(frames[0]), _combinations(frames[1]))
+
+
+def _combinations(frame: pd.DataFrame) -> list[str]:
+    combos = frame[COMBINATION_KEY].drop_duplicates().astype(str).itertuples(index=False)
+    return sorted(" / ".join(c) for c in combos)
 
 
 # --------------------------------------------------------------------------- folders

@@ -43,6 +43,9 @@ def compare(
     counts = result.counts()
     typer.echo(f"{len(result.table)} pairs: {counts.get('fixed', 0)} fixed, {counts.get('broken', 0)} broken, "
                f"{counts.get('same', 0)} same; {result.only_a} only in A, {result.only_b} only in B")
+    hint = result.hint()
+    if hint:
+        console.print(f"[yellow]note[/]: {hint}", highlight=False, soft_wrap=True)
     for row in result.flipped().itertuples():
         typer.echo(f"  {row.change:6} {row.dataset}/{row.split}/{row.sample_id}: {row.pred_a} → {row.pred_b}")
     if out is not None:
