@@ -136,3 +136,26 @@ def test_a_run_in_its_first_iteration_loads_from_its_iteration_files(tmp_path: P
         write_json(run / f"iter_{n}" / "metrics.json", {**m0, "iteration": n})
     summary = load_run(run)
     assert [m["iteration"] for m in summary["iterations"]] == [0, 1, 10] and summary["config"] == {"task": "arithmetic"}
+
+
+def test_accuracy_axes_scale_to_the_data_and_its_error_bars() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from thoughtsource.star.plots import _errorbar, _finish
+    from thoughtsource.star.stats import Proportion
+
+    low = [Proportion(2, 236), Proportion(53, 236), Proportion(3, 236)]  # experiment 2: 0.8 %, 22.5 %, 1.3 %
+    fig, ax = plt.subplots()
+    _errorbar(ax, [0, 1, 2], low, label="direct")
+    _finish(ax, [0, 1, 2], "test accuracy", "")
+    bottom, top = ax.get_ylim()
+    assert low[1].interval[1] < top < 0.4 and bottom < 0  # the 22.5 % bar [17.6, 28.2] fits; not squeezed into 0-100 %
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    _errorbar(ax, [0, 1], [Proportion(90, 100), Proportion(99, 100)], label="high")
+    _finish(ax, [0, 1], "test accuracy", "")
+    assert ax.get_ylim()[1] == pytest.approx(1.02)  # never beyond 100 %
+    plt.close(fig)

@@ -52,7 +52,10 @@ def _mark_best(ax: Any, best: Best | None) -> None:
 def _finish(ax: Any, xs: list[int], ylabel: str, title: str) -> None:
     ax.set_xlabel("iteration")
     ax.set_ylabel(ylabel)
-    ax.set_ylim(-0.02, 1.02)
+    # accuracies of small models sit near 0: scale to the data (with the error bars), never beyond 100 %
+    top = ax.dataLim.y1 if ax.has_data() and ax.dataLim.y1 > 0 else 1.0
+    top = min(1.0, max(0.1, top * 1.15))
+    ax.set_ylim(-0.02 * top, top * 1.02)
     ax.set_xticks(xs)
     if xs:
         ax.set_xlim(min(xs) - 0.5, max(xs) + 0.5)
