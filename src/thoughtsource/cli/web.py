@@ -123,11 +123,12 @@ def users_list(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> No
     """List the accounts and their roles."""
     from ..web.db import AnnotationDB
 
-    table = Table(title=str(_existing_db(db)))
+    path = _existing_db(db)
+    table = Table(title=str(path))
     table.add_column("user")
     table.add_column("role")
     table.add_column("status")
-    for u in AnnotationDB(_existing_db(db)).users():
+    for u in AnnotationDB(path).users():
         table.add_row(u.name, u.role, "disabled" if u.disabled else "active")
     console.print(table)
 

@@ -169,7 +169,7 @@ class StarConfig(_Strict):
 
     def report_to_list(self) -> list[str]:
         """The Trainer's ``report_to``: [] for none."""
-        return [] if self.report_to in ([], ["none"]) else [x for x in self.report_to if x != "none"]
+        return [x for x in self.report_to if x != "none"]
 
     @model_validator(mode="after")
     def _check(self) -> StarConfig:
