@@ -54,6 +54,18 @@ def test_evaluate_numbers_flexible(shared_data: Path, tmp_path: Path) -> None:
     assert "| multiarith" in md and "79.8" in md
 
 
+def test_a_plot_that_fails_is_a_warning_and_the_results_are_written(examples_dir: Path, tmp_path: Path) -> None:
+    f = examples_dir / "model_runs" / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json"
+    out = tmp_path / "ev"
+    (out / "accuracy.png").mkdir(parents=True)  # the plot cannot be written there
+    r = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(f), "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "plot accuracy.png not written" in " ".join(r.stderr.split())
+    assert "accuracy (strict)" in r.stdout
+    assert {"results.json", "accuracy.csv", "trigger_heatmap.png"} <= {p.name for p in out.iterdir()}
+
+
 def test_bad_k_is_a_config_error(examples_dir: Path, tmp_path: Path) -> None:
     f = examples_dir / "model_runs" / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json"
     r = runner.invoke(app, ["evaluate", str(f), "--k", "a,b", "--out", str(tmp_path)])

@@ -9,7 +9,15 @@ import pytest
 
 from thoughtsource.collection import Collection
 from thoughtsource.datasets.cot_logs import read_kojima_log_file, rescore_log, to_generated_cot
-from thoughtsource.evaluate import evaluate, evaluate_frame, majority_vote, model_name, wilson_interval, write_tables
+from thoughtsource.evaluate import (
+    evaluate,
+    evaluate_frame,
+    majority_vote,
+    model_name,
+    wilson_interval,
+    wilson_intervals,
+    write_tables,
+)
 from thoughtsource.schema import Answer, GeneratedCot, Sample
 
 
@@ -36,6 +44,23 @@ def test_wilson_interval_against_a_hand_computed_value() -> None:
     assert wilson_interval(0, 10)[0] == 0.0
     assert wilson_interval(10, 10)[1] == pytest.approx(1.0)
     assert all(math.isnan(v) for v in wilson_interval(0, 0))
+
+
+def test_wilson_interval_contains_the_estimate_at_0_and_n_for_every_n_up_to_2000() -> None:
+    # The old code returned a lower bound of 5.55e-17 for 0 of 3 (and an upper bound below 1 for n of n at 151
+    # sizes up to 500, e.g. 1319), so the accuracy plot's error bars were negative and matplotlib raised.
+    import numpy as np
+
+    for n in range(1, 2001):
+        for k in (0, n):
+            lo, hi = wilson_interval(k, n)
+            assert 0.0 <= lo <= k / n <= hi <= 1.0, (k, n, lo, hi)
+        assert wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0
+    ns = np.arange(1, 2001)
+    for ks in (np.zeros_like(ns), ns):
+        p, lo, hi = wilson_intervals(ks, ns)
+        assert ((lo >= 0.0) & (lo <= p) & (p <= hi) & (hi <= 1.0)).all()
+        assert np.allclose(lo, [wilson_interval(int(k), int(n))[0] for k, n in zip(ks, ns, strict=True)])
 
 
 def test_model_name() -> None:

@@ -33,3 +33,35 @@ def test_plots_from_kojima_logs(shared_data: Path, tmp_path: Path) -> None:
         assert img.std() > 0.05  # not blank
     empty = r.accuracy.iloc[0:0]
     assert plot_accuracy(empty, tmp_path / "empty.png").exists()
+
+
+def test_accuracy_plot_of_all_wrong_and_all_right_cells(tmp_path: Path) -> None:
+    """0 of n and n of n (n = 3 and 1319 failed before): the plot is written, its error bars are not negative."""
+    from thoughtsource.schema import Answer, GeneratedCot, Sample
+
+    samples = []
+    for i in range(3):
+        cots = [GeneratedCot(id=f"c{i}{t}", cot_trigger=t, cot="...", model="m",
+                             answers=[Answer(id=f"a{i}{t}", answer=" 7." if t == "right" else " 8.")]) for t in ("right", "wrong")]
+        samples.append(Sample(id=f"q{i}", question="?", type="number", answer=["7"], generated_cot=cots))
+    r = evaluate_frame(Collection(data={"toy": {"test": samples}}))
+    strict = r.accuracy[r.accuracy["mode"] == "strict"].set_index("cot_trigger")
+    assert strict.loc["wrong", "accuracy"] == 0.0 and strict.loc["right", "accuracy"] == 1.0
+    assert (strict["ci_low"] <= strict["accuracy"]).all() and (strict["accuracy"] <= strict["ci_high"]).all()
+    assert plot_accuracy(r.accuracy, tmp_path / "acc.png").read_bytes()[:4] == b"\x89PNG"
+    big = r.accuracy.iloc[0:2].copy()
+    from thoughtsource.evaluate import wilson_intervals
+
+    big["n"], big["correct"] = [1319, 1319], [0, 1319]
+    big["accuracy"], big["ci_low"], big["ci_high"] = wilson_intervals(big["correct"], big["n"])
+    assert plot_accuracy(big, tmp_path / "big.png").exists()
+
+
+def test_plot_or_warn_turns_a_failure_into_a_warning(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    from thoughtsource.plots import plot_or_warn
+
+    (tmp_path / "acc.png").mkdir()  # a folder where the PNG goes: the plot cannot be written
+    empty = evaluate_frame(Collection(data={"toy": {"test": []}})).accuracy
+    with caplog.at_level("WARNING", logger="thoughtsource"):
+        assert plot_or_warn(plot_accuracy, empty, tmp_path / "acc.png") is None
+    assert "plot acc.png not written" in caplog.text

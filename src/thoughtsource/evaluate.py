@@ -58,6 +58,7 @@ __all__ = [
     "model_name",
     "set_correct_answers",
     "wilson_interval",
+    "wilson_intervals",
     "write_tables",
 ]
 
@@ -72,7 +73,11 @@ _META = (
 
 
 def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion (95% for the default z); (nan, nan) for n = 0."""
+    """The Wilson score interval of a binomial proportion (95% for the default z); (nan, nan) for n = 0.
+
+    The interval always contains the point estimate ``correct / n`` and lies in [0, 1]: at 0 or n
+    correct the rounding of ``centre ∓ half`` (e.g. 5.55e-17 for 0 of 3) is clamped to the estimate.
+    """
     if n <= 0:
         return (math.nan, math.nan)
     p = correct / n
@@ -80,7 +85,24 @@ def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]
     denom = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return (min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)))
+
+
+def wilson_intervals(correct: Any, n: Any, z: float = Z95) -> tuple[Any, Any, Any]:
+    """Vectorized :func:`wilson_interval`: arrays (accuracy, low, high); NaN where n = 0; low <= accuracy <= high."""
+    import numpy as np
+
+    n = np.asarray(n, dtype=float)
+    k = np.asarray(correct, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k / n
+        z2 = z * z
+        denom = 1 + z2 / n
+        centre = (p + z2 / (2 * n)) / denom
+        half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    low = np.minimum(p, np.clip(centre - half, 0.0, 1.0))
+    high = np.maximum(p, np.clip(centre + half, 0.0, 1.0))
+    return p, low, high
 
 
 def _vote_key(value: Any, answer_type: str) -> Any:
@@ -241,19 +263,7 @@ def evaluate_frame(
 
 
 def _wilson_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    import numpy as np
-
-    n = frame["n"].to_numpy(dtype=float)
-    k = frame["correct"].to_numpy(dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = k / n
-        z2 = Z95 * Z95
-        denom = 1 + z2 / n
-        centre = (p + z2 / (2 * n)) / denom
-        half = Z95 * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    frame["accuracy"] = p
-    frame["ci_low"] = np.clip(centre - half, 0.0, 1.0)
-    frame["ci_high"] = np.clip(centre + half, 0.0, 1.0)
+    frame["accuracy"], frame["ci_low"], frame["ci_high"] = wilson_intervals(frame["correct"], frame["n"])
     return frame
 
 

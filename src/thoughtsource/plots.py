@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["plot_accuracy", "plot_trigger_heatmap"]
+__all__ = ["plot_accuracy", "plot_or_warn", "plot_trigger_heatmap"]
 
 
 def _pyplot() -> Any:
@@ -57,6 +58,8 @@ def plot_accuracy(
 ) -> Path:
     """Horizontal dot plot: accuracy (%) of each combination with its 95% Wilson interval and n."""
     plt = _pyplot()
+    import numpy as np
+
     from .evaluate import COMBINATION
 
     frame = accuracy if mode is None else accuracy[accuracy["mode"] == mode]
@@ -72,7 +75,9 @@ def plot_accuracy(
         acc = 100 * frame["accuracy"].to_numpy(dtype=float)
         lo = 100 * frame["ci_low"].to_numpy(dtype=float)
         hi = 100 * frame["ci_high"].to_numpy(dtype=float)
-        ax.errorbar(acc, y, xerr=[acc - lo, hi - acc], fmt="o", color="#1f5fa8", ecolor="#7ea6d8", elinewidth=2, capsize=4)
+        # an interval that does not contain its estimate (a frame from elsewhere) is drawn as a bare point
+        xerr = [np.nan_to_num(np.maximum(acc - lo, 0.0)), np.nan_to_num(np.maximum(hi - acc, 0.0))]
+        ax.errorbar(acc, y, xerr=xerr, fmt="o", color="#1f5fa8", ecolor="#7ea6d8", elinewidth=2, capsize=4)
         for yi, a, h, n in zip(y, acc, hi, frame["n"].tolist(), strict=True):
             ax.annotate(
                 f"{a:.1f}%  (n={n})", (min(h, 100), yi), xytext=(6, 0), textcoords="offset points", va="center", fontsize=9
@@ -130,3 +135,25 @@ def plot_trigger_heatmap(
         return _save(fig, path)
     finally:
         plt.close(fig)
+
+
+_MISSING_SAID: set[str] = set()
+
+
+def plot_or_warn(draw: Callable[..., Path], *args: Any, **kwargs: Any) -> Path | None:
+    """``draw(*args, **kwargs)``; any failure (matplotlib missing, a bad frame, an unwritable path) is a warning.
+
+    Plots come after the numbers: a command whose results are computed and written must not die on a plot.
+    """
+    from .errors import MissingDependencyError
+
+    name = Path(args[1]).name if len(args) > 1 else getattr(draw, "__name__", "plot")
+    try:
+        return draw(*args, **kwargs)
+    except MissingDependencyError as e:
+        if str(e) not in _MISSING_SAID:  # once per process, not once per plot
+            _MISSING_SAID.add(str(e))
+            log.warning("plots skipped: %s", e)
+    except Exception as e:  # a plot never kills the command that computed the results
+        log.warning("plot %s not written: %s: %s", name, type(e).__name__, e)
+    return None

@@ -87,7 +87,7 @@ def demo(
     from rich.table import Table
 
     from ..evaluate import evaluate, evaluate_frame
-    from ..plots import plot_accuracy
+    from ..plots import plot_accuracy, plot_or_warn
 
     result = evaluate_frame(collection)
     evaluate(collection, out_dir=out, warn=False)
@@ -99,14 +99,16 @@ def demo(
         table.add_row(str(r["model"]), str(r["cot_trigger"]), str(r["answer_extraction"]), str(r["n"]),
                       f"{100 * r['accuracy']:.1f}%", f"{100 * r['ci_low']:.0f}-{100 * r['ci_high']:.0f}%")
     stdout.print(table)
-    plot_path = plot_accuracy(result.accuracy, out / "accuracy.png", title=f"Accuracy per model and CoT trigger on {source}")
+    plot_path = plot_or_warn(plot_accuracy, result.accuracy, out / "accuracy.png",
+                             title=f"Accuracy per model and CoT trigger on {source}")
     collection.dump(out / "demo.json")
     x = next(s for _, _, s in collection.samples())
     for g in x.generated_cot:
         model = g.model.get("name") if isinstance(g.model, dict) else g.model
         note(f"\n[bold]{model} / {g.cot_trigger}[/] on {x.id}: {g.cot[:300]!r}\n  → answer: {g.answers[0].answer!r}",
                       highlight=False)
-    note(f"\nwrote {out / 'demo.json'}, {plot_path} in {time.monotonic() - t0:.0f} s", highlight=False)
+    wrote = ", ".join(str(p) for p in (out / "demo.json", plot_path) if p is not None)
+    note(f"\nwrote {wrote} in {time.monotonic() - t0:.0f} s", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -76,19 +76,12 @@ def evaluate(
 
 
 def _plots(result: Any, out_dir: Path, mode: str) -> list[Path]:
-    """The accuracy plot and trigger heatmap; skipped with a warning without matplotlib (the plots extra)."""
-    from ..errors import MissingDependencyError
+    """The accuracy plot and trigger heatmap; a plot that cannot be drawn (no matplotlib, an error) is a warning."""
+    from ..plots import plot_accuracy, plot_or_warn, plot_trigger_heatmap
 
-    try:
-        from ..plots import plot_accuracy, plot_trigger_heatmap
-
-        return [plot_accuracy(result.accuracy, out_dir / "accuracy.png", mode=mode),
-                plot_trigger_heatmap(result.accuracy, out_dir / "trigger_heatmap.png", mode=mode)]
-    except MissingDependencyError as e:
-        from rich.markup import escape
-
-        console.print(f"[yellow]plots skipped[/]: {escape(str(e))}", highlight=False, soft_wrap=True)
-        return []
+    drawn = [plot_or_warn(plot_accuracy, result.accuracy, out_dir / "accuracy.png", mode=mode),
+             plot_or_warn(plot_trigger_heatmap, result.accuracy, out_dir / "trigger_heatmap.png", mode=mode)]
+    return [p for p in drawn if p is not None]
 
 
 def _print_tables(result: Any, m: str, file: Path) -> None:
