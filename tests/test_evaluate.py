@@ -202,3 +202,21 @@ def test_overwrite_false_keeps_stored_values(examples_dir: Path) -> None:
     evaluate(c)  # overwrite
     new = [a.correct_answer for _, _, s in c.samples() for _, a in s.iter_answers()]
     assert sum(k != m for k, m in zip(kept, new, strict=True)) == 62
+
+
+def test_accuracies_are_never_pooled_across_models(examples_dir: Path) -> None:
+    """gpt-4 and gpt-3.5-turbo share the prompt None_zhou-01_kojima-A-D: each model keeps its own accuracy."""
+    runs = examples_dir / "model_runs"
+    gpt4 = Collection.load(runs / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json")
+    gpt35 = Collection.load(runs / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json")
+    alone = {"gpt-4": gpt4.evaluate()["accuracy"], "gpt-3.5-turbo": gpt35.evaluate()["accuracy"]}
+    assert alone["gpt-4"]["None_zhou-01_kojima-A-D"] == 0.88  # one model: the paper's flat form
+    both = Collection.load(runs / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json").merge(
+        Collection.load(runs / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"))
+    result = both.evaluate()
+    assert result == {"accuracy": alone}
+    r = evaluate_frame(both)
+    assert r.to_dict(by_model=True) == {"accuracy": alone}
+    assert evaluate_frame(gpt4).to_dict(by_model=True) == {"accuracy": {"gpt-4": alone["gpt-4"]}}
+    with pytest.raises(ValueError, match="2 models"):
+        r.to_dict(by_model=False)

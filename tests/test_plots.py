@@ -65,3 +65,30 @@ def test_plot_or_warn_turns_a_failure_into_a_warning(tmp_path: Path, caplog) -> 
     with caplog.at_level("WARNING", logger="thoughtsource"):
         assert plot_or_warn(plot_accuracy, empty, tmp_path / "acc.png") is None
     assert "plot acc.png not written" in caplog.text
+
+
+def test_trigger_heatmap_is_drawn_per_model(examples_dir: Path, tmp_path: Path) -> None:
+    from thoughtsource.plots import heatmap_cells
+
+    runs = examples_dir / "model_runs"
+    both = Collection.load(runs / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json").merge(
+        Collection.load(runs / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"))
+    r = evaluate_frame(both)
+    cells = heatmap_cells(r.accuracy)
+    assert sorted(cells) == ["gpt-3.5-turbo", "gpt-4"]
+    assert list(cells["gpt-4"].index) == ["zhou-01"]  # gpt-3.5-turbo's zhou-01 CoTs are not mixed in
+    assert cells["gpt-4"].loc["zhou-01", ("n", "med_qa")] == 100
+    assert cells["gpt-4"].loc["zhou-01", ("accuracy", "med_qa")] == 0.76
+    assert cells["gpt-3.5-turbo"].loc["zhou-01", ("n", "med_qa")] == 67
+    png = plot_trigger_heatmap(r.accuracy, tmp_path / "heat.png")
+    one = plot_trigger_heatmap(evaluate_frame(Collection.load(runs / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json")).accuracy,
+                               tmp_path / "one.png")
+    assert mpimg.imread(png).shape[1] > 1.5 * mpimg.imread(one).shape[1]  # two panels side by side
+
+
+def test_plot_labels_name_their_fields() -> None:
+    from thoughtsource.plots import row_label
+
+    assert row_label({"model": "m", "cot_trigger": None}, ["model", "cot_trigger"]) == "model: m · trigger: none"
+    assert row_label({"cot_trigger": "None"}, ["cot_trigger"]) == "trigger: none"
+    assert row_label({}, []) == "all"

@@ -19,8 +19,9 @@ both modes (``strict`` and ``flexible``, see :mod:`thoughtsource.extract`) and r
 :func:`evaluate` (what ``Collection.evaluate()`` calls) also sets ``Answer.correct_answer`` (mode
 ``strict`` unless told otherwise) and returns the ThoughtSource paper's form
 ``{"accuracy": {"<instruction>_<cot_trigger>_<answer_extraction>": value}}`` (``None`` spelled
-``"None"``, pooled over the datasets/splits/models of the collection; the per-dataset numbers are in
-:attr:`Evaluation.accuracy`).  Unlike the published ThoughtSource evaluation, ``number``, ``text``
+``"None"``, pooled over the datasets and splits of the collection; the per-dataset numbers are in
+:attr:`Evaluation.accuracy`).  Models are never pooled: a collection with CoTs of several models gets
+``{"accuracy": {model: {key: value}}}``.  Unlike the published ThoughtSource evaluation, ``number``, ``text``
 and ``collection`` answers are scored, not counted as wrong.
 
 Majority vote tie-breaking (documented contract): answers without an extractable value do not vote;
@@ -176,16 +177,31 @@ class Evaluation:
     mode: Mode = "strict"
     extractions: dict[str, list[Extraction]] = field(default_factory=dict, repr=False)
 
-    def to_dict(self, mode: Mode | None = None) -> dict[str, Any]:
-        """``{"accuracy": {"<instruction>_<cot_trigger>_<answer_extraction>": value}}`` for ``mode``."""
+    def by_model(self, mode: Mode | None = None) -> dict[str, dict[str, float]]:
+        """``{model: {"<instruction>_<cot_trigger>_<answer_extraction>": accuracy}}`` for ``mode``, pooled over
+        datasets and splits but never over models."""
         m = mode or self.mode
         a = self.answers[self.answers["mode"] == m]
-        out: dict[str, float] = {}
+        out: dict[str, dict[str, float]] = {}
         if len(a):
             keys = a["instruction"].astype(str) + "_" + a["cot_trigger"].astype(str) + "_" + a["answer_extraction"].astype(str)
-            for key, value in a["correct"].groupby(keys, sort=True).mean().items():
-                out[str(key)] = float(value)
-        return {"accuracy": out}
+            for (model, key), value in a["correct"].groupby([a["model"], keys], sort=True).mean().items():
+                out.setdefault(str(model), {})[str(key)] = float(value)
+        return out
+
+    def to_dict(self, mode: Mode | None = None, *, by_model: bool | None = None) -> dict[str, Any]:
+        """``{"accuracy": {"<instruction>_<cot_trigger>_<answer_extraction>": value}}`` for ``mode``.
+
+        Accuracies are never pooled across models: with CoTs of one model this is the paper's flat form; with
+        several (or ``by_model=True``) it is ``{"accuracy": {model: {key: value}}}``.
+        """
+        per_model = self.by_model(mode)
+        if by_model or (by_model is None and len(per_model) > 1):
+            return {"accuracy": per_model}
+        if len(per_model) > 1:
+            raise ValueError(f"the CoTs come from {len(per_model)} models ({', '.join(per_model)}): "
+                             "their accuracies are not pooled; use by_model=True")
+        return {"accuracy": next(iter(per_model.values()), {})}
 
 
 def _iter_answers(collection: Collection) -> Iterable[tuple[str, str, Any, int, Any, Any]]:
@@ -329,8 +345,12 @@ def evaluate(
     warn: bool = True,
     out_dir: str | os.PathLike[str] | None = None,
     ks: Sequence[int] | None = None,
+    by_model: bool | None = None,
 ) -> dict[str, Any]:
     """Score every answer, set ``Answer.correct_answer``, return ``{"accuracy": {...}}`` (the paper's form).
+
+    With CoTs of several models (or ``by_model=True``) the accuracies are keyed by model first:
+    ``{"accuracy": {model: {key: value}}}`` (see :meth:`Evaluation.to_dict`).
 
     ``overwrite=False`` keeps a ``correct_answer`` that a file already holds.  ``out_dir`` also writes the
     tables (:func:`write_tables`).  Use :func:`evaluate_frame` for the DataFrames.
@@ -341,7 +361,7 @@ def evaluate(
         log.warning("evaluate: %d stored correct_answer values changed (mode %s)", changed, mode)
     if out_dir is not None:
         write_tables(result, out_dir)
-    return result.to_dict(mode)
+    return result.to_dict(mode, by_model=by_model)
 
 
 def set_correct_answers(collection: Collection, result: Evaluation, *, mode: Mode = "strict", overwrite: bool = True) -> int:

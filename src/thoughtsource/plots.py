@@ -1,7 +1,7 @@
 """Evaluation plots (matplotlib, Agg backend, PNG).
 
 :func:`plot_accuracy` draws the accuracy of every combination with its 95% Wilson interval;
-:func:`plot_trigger_heatmap` draws CoT triggers × datasets.  Both take the ``accuracy`` frame of
+:func:`plot_trigger_heatmap` draws CoT triggers × datasets, one panel per model.  Both take the ``accuracy`` frame of
 :class:`thoughtsource.evaluate.Evaluation` and write a PNG atomically.
 """
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["plot_accuracy", "plot_or_warn", "plot_trigger_heatmap"]
+__all__ = ["heatmap_cells", "plot_accuracy", "plot_or_warn", "plot_trigger_heatmap", "row_label"]
 
 
 def _pyplot() -> Any:
@@ -43,8 +43,17 @@ def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
     return out
 
 
-def _label(row: Any, varying: list[str]) -> str:
-    parts = [str(row[c]) for c in varying]
+_FIELD_NAMES = {"cot_trigger": "trigger", "answer_extraction": "extraction"}
+
+
+def _value(value: Any) -> str:
+    """A cell value as shown: ``None`` (no trigger, no instruction) is ``none``."""
+    return "none" if value is None or str(value) == "None" else str(value)
+
+
+def row_label(row: Any, varying: list[str]) -> str:
+    """"model: m · trigger: none": every part names its field."""
+    parts = [f"{_FIELD_NAMES.get(c, c)}: {_value(row[c])}" for c in varying]
     return " · ".join(parts) if parts else "all"
 
 
@@ -66,8 +75,8 @@ def plot_accuracy(
     frame = frame.sort_values("accuracy", ascending=True, kind="stable").tail(max_rows)
     # Label rows by the columns that differ; the shared ones go into the title.
     varying = [c for c in COMBINATION if frame[c].nunique(dropna=False) > 1] if len(frame) else []
-    shared = [f"{c}={frame[c].iloc[0]}" for c in COMBINATION if c not in varying and len(frame)]
-    labels = ["\n".join(textwrap.wrap(_label(r, varying), 60)) for _, r in frame.iterrows()]
+    shared = [f"{_FIELD_NAMES.get(c, c)}: {_value(frame[c].iloc[0])}" for c in COMBINATION if c not in varying and len(frame)]
+    labels = ["\n".join(textwrap.wrap(row_label(r, varying), 60)) for _, r in frame.iterrows()]
     height = max(2.5, 0.45 * len(frame) + 1.5)
     fig, ax = plt.subplots(figsize=(10, height))
     try:
@@ -97,6 +106,19 @@ def plot_accuracy(
         plt.close(fig)
 
 
+def heatmap_cells(accuracy: pd.DataFrame, *, mode: str | None = "strict") -> dict[str, pd.DataFrame]:
+    """What :func:`plot_trigger_heatmap` draws: per model, a table trigger × (``accuracy``/``n``, dataset), pooled
+    over splits, instructions and answer extractions of that model only."""
+    frame = accuracy if mode is None else accuracy[accuracy["mode"] == mode]
+    out = {}
+    for model, sub in frame.groupby(frame["model"].astype(str), sort=True):
+        g = sub.groupby([sub["cot_trigger"].astype(str).rename("cot_trigger"), sub["dataset"].astype(str).rename("dataset")])
+        sums = g[["correct", "n"]].sum()
+        table = sums.assign(accuracy=sums["correct"] / sums["n"])[["accuracy", "n"]].unstack("dataset")
+        out[str(model)] = table
+    return out
+
+
 def plot_trigger_heatmap(
     accuracy: pd.DataFrame,
     path: str | os.PathLike[str],
@@ -104,34 +126,45 @@ def plot_trigger_heatmap(
     mode: str | None = "strict",
     title: str | None = None,
 ) -> Path:
-    """Heatmap of CoT triggers (rows) × datasets (columns); cells show accuracy (%) and n, pooled over the rest."""
+    """Heatmaps of CoT triggers (rows) × datasets (columns), one panel per model (models are never pooled);
+    cells show accuracy (%) and n, pooled over splits, instructions and answer extractions."""
     plt = _pyplot()
     import numpy as np
+    import pandas as pd
 
-    frame = accuracy if mode is None else accuracy[accuracy["mode"] == mode]
-    g = frame.groupby(["cot_trigger", "dataset"], dropna=False)[["correct", "n"]].sum()
-    acc = (100 * g["correct"] / g["n"]).unstack("dataset")
-    ns = g["n"].unstack("dataset")
-    rows, cols = list(acc.index), list(acc.columns)
-    fig, ax = plt.subplots(figsize=(max(4.5, 1.3 * len(cols) + 3), max(2.5, 0.6 * len(rows) + 1.8)))
+    cells = heatmap_cells(accuracy, mode=mode)
+    models = sorted(cells) or ["(none)"]
+    triggers = sorted({t for c in cells.values() for t in c.index})
+    datasets = sorted({d for c in cells.values() for d in c.columns.get_level_values(1)})
+    width = max(4.5, 1.3 * len(datasets) + 3)
+    fig, axes = plt.subplots(1, len(models), figsize=(width * len(models), max(2.5, 0.6 * len(triggers) + 1.8)), squeeze=False)
     try:
-        data = acc.to_numpy(dtype=float) if len(rows) and len(cols) else np.zeros((0, 0))
-        im = ax.imshow(np.ma.masked_invalid(data), cmap="viridis", vmin=0, vmax=100, aspect="auto")
-        ax.set_xticks(range(len(cols)))
-        ax.set_xticklabels(cols, rotation=30, ha="right", fontsize=9)
-        ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([str(r) for r in rows], fontsize=9)
-        ax.set_xlabel("dataset", fontsize=10)
-        ax.set_ylabel("CoT trigger", fontsize=10)
-        for i in range(len(rows)):
-            for j in range(len(cols)):
-                v = data[i, j]
-                if v == v:
-                    color = "black" if v > 60 else "white"
-                    ax.text(j, i, f"{v:.1f}\nn={int(ns.iloc[i, j])}", ha="center", va="center", fontsize=8, color=color)
-        cbar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-        cbar.set_label("accuracy (%)", fontsize=9)
-        ax.set_title(title or "Accuracy: CoT trigger × dataset" + (f" ({mode})" if mode else ""), fontsize=11)
+        im = None
+        for ax, model in zip(axes[0], models, strict=True):
+            table = cells.get(model)
+            acc = (100 * table["accuracy"] if table is not None else pd.DataFrame()).reindex(index=triggers, columns=datasets)
+            ns = (table["n"] if table is not None else pd.DataFrame()).reindex(index=triggers, columns=datasets)
+            data = acc.to_numpy(dtype=float) if triggers and datasets else np.zeros((0, 0))
+            if not data.size:
+                ax.text(0.5, 0.5, "no answers", ha="center", va="center", transform=ax.transAxes)
+                continue
+            im = ax.imshow(np.ma.masked_invalid(data), cmap="viridis", vmin=0, vmax=100, aspect="auto")
+            ax.set_xticks(range(len(datasets)))
+            ax.set_xticklabels(datasets, rotation=30, ha="right", fontsize=9)
+            ax.set_yticks(range(len(triggers)))
+            ax.set_yticklabels([f"trigger: {_value(t)}" for t in triggers], fontsize=9)
+            ax.set_xlabel("dataset", fontsize=10)
+            ax.set_title(f"model: {model}", fontsize=10)
+            for i in range(len(triggers)):
+                for j in range(len(datasets)):
+                    v = data[i, j]
+                    if v == v:
+                        color = "black" if v > 60 else "white"
+                        ax.text(j, i, f"{v:.1f}\nn={int(ns.iloc[i, j])}", ha="center", va="center", fontsize=8, color=color)
+        if im is not None:
+            cbar = fig.colorbar(im, ax=list(axes[0]), fraction=0.046, pad=0.04)
+            cbar.set_label("accuracy (%)", fontsize=9)
+        fig.suptitle(title or "Accuracy: CoT trigger × dataset, per model" + (f" ({mode})" if mode else ""), fontsize=11)
         return _save(fig, path)
     finally:
         plt.close(fig)

@@ -99,11 +99,10 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
         table.add_row(*(str(r[k]) for k in varying), str(r["n"]), _acc(r), str(r["no_answer"]))
     stdout.print(table)
     other = "flexible" if m == "strict" else "strict"
-    both = result.to_dict(other)["accuracy"]
-    mine = result.to_dict(m)["accuracy"]
-    stdout.print(
-        "pooled: " + ", ".join(f"{k}: {100 * v:.1f}% ({other} {100 * both.get(k, float('nan')):.1f}%)" for k, v in mine.items())
-    )
+    both = result.by_model(other)
+    for model, mine in result.by_model(m).items():  # pooled over datasets and splits, never over models
+        stdout.print(f"pooled (model: {model}): " + ", ".join(
+            f"{k}: {100 * v:.1f}% ({other} {100 * both.get(model, {}).get(k, float('nan')):.1f}%)" for k, v in mine.items()))
 
     maj = result.majority[result.majority["mode"] == m]
     if not maj.empty:
