@@ -106,3 +106,52 @@ def _dump(c: Collection) -> Path:
     p = Path(tempfile.mkdtemp()) / "c.json"
     c.dump(p)
     return p
+
+
+def _run(n: int, model: str) -> Collection:
+    from thoughtsource import io
+
+    rows = [{"id": f"q{i}", "question": f"Q{i}?", "type": "text", "answer": ["a"],
+             "generated_cot": [{"id": f"{model}-{i}", "cot": "So a.", "answers": []}]} for i in range(n)]
+    return Collection(data=io.parse_data({"d": {"test": rows}}, warn=False))
+
+
+def test_merge_builds_the_id_index_of_a_split_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23: the index was rebuilt for every incoming sample (quadratic: 200k samples took hours).  Counted, not
+    timed: how often the merge walks the target split's list."""
+    from thoughtsource import collection as collection_mod
+    from thoughtsource import io
+
+    walks = [0]
+
+    class CountingList(list):
+        def __iter__(self):
+            walks[0] += 1
+            return super().__iter__()
+
+    real = io.parse_data
+
+    def counting_parse(obj, **kw):
+        data = real(obj, **kw)
+        return {d: {s: CountingList(xs) for s, xs in sp.items()} for d, sp in data.items()}
+
+    a, b = _run(300, "m1"), _run(300, "m2")
+    b.data["d"]["test"].append(b.data["d"]["test"][0].model_copy(update={"id": "new"}))  # one sample not in a
+    monkeypatch.setattr(collection_mod.io, "parse_data", counting_parse)  # the merge's copy of a: counted lists
+    merged = a.merge(b)
+    assert walks[0] == 1, walks[0]  # the quadratic merge walked it once per incoming sample: 301 times
+    assert len(merged) == 301 and all(len(x.generated_cot) == 2 for _, _, x in merged.samples() if x.id != "new")
+
+
+def test_merge_stops_when_cancelled() -> None:
+    import threading
+
+    from thoughtsource.collection import CANCEL_EVERY
+    from thoughtsource.errors import Cancelled
+
+    stop = threading.Event()
+    a, b = _run(3 * CANCEL_EVERY, "m1"), _run(3 * CANCEL_EVERY, "m2")
+    assert len(a.merge(b, cancel=stop)) == 3 * CANCEL_EVERY
+    stop.set()
+    with pytest.raises(Cancelled, match="merge stopped"):
+        a.merge(b, cancel=stop)

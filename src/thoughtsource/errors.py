@@ -64,6 +64,10 @@ class DataError(ThoughtSourceError):
         return text
 
 
+class Cancelled(ThoughtSourceError):
+    """Long work stopped on request (e.g. a merge interrupted by a server shutting down)."""
+
+
 class ChecksumError(DataError):
     """A downloaded or local raw file does not have the expected sha256."""
 
