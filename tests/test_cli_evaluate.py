@@ -35,7 +35,7 @@ def test_evaluate_model_run(examples_dir: Path, tmp_path: Path) -> None:
     assert (out / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     csv = (out / "accuracy.csv").read_text().splitlines()
     assert csv[0].startswith(
-        "dataset,split,model,instruction,cot_trigger,answer_extraction,mode,n,correct,accuracy,ci_low,ci_high"
+        "dataset,split,model,instruction,cot_trigger,answer_extraction,mode,n,questions,correct,accuracy,ci_low,ci_high,stderr"
     )
     assert len(csv) == 1 + 2 * 6  # 6 datasets x 2 modes
     scored = Collection.load(tmp_path / "scored.json")

@@ -112,6 +112,28 @@ def test_self_consistency_table() -> None:
     assert r.to_dict("strict") == {"accuracy": {"None_kojima-01_kojima-numerals": pytest.approx(5 / 9)}}
 
 
+def test_self_consistency_samples_are_scored_per_question_not_as_independent_items() -> None:
+    """9 samples of 2 questions are 2 independent observations, not 9: mean over each question's samples, then over
+    questions, with an interval over the 2 questions (the old code gave Wilson(5, 9) = 26.7–81.1 %)."""
+    import numpy as np
+
+    r = evaluate_frame(_sc_collection(), ks=[1])
+    acc = r.accuracy[r.accuracy["mode"] == "strict"].iloc[0]
+    assert (acc["n"], acc["questions"]) == (9, 2)
+    assert acc["accuracy"] == pytest.approx((3 / 5 + 2 / 4) / 2)  # q1: 3 of 5 samples right, q2: 2 of 4
+    lo, hi = wilson_interval(0.55 * 2, 2)
+    assert (acc["ci_low"], acc["ci_high"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert acc["ci_high"] - acc["ci_low"] > 0.8  # two questions tell little
+    assert acc["stderr"] == pytest.approx(np.std([3 / 5, 2 / 4], ddof=1) / np.sqrt(2))
+    # one answer per question: the binomial proportion and its Wilson interval, as before
+    one = _sc_collection()
+    for _, _, x in one.samples():
+        x.generated_cot = x.generated_cot[:1]
+    single = evaluate_frame(one).accuracy.iloc[0]
+    assert (single["n"], single["questions"], single["correct"]) == (2, 2, 1)
+    assert (single["ci_low"], single["ci_high"]) == wilson_interval(1, 2)
+
+
 @pytest.fixture(scope="module")
 def kojima_gsm8k(shared_data: Path) -> Collection:
     path = shared_data / "kojima_logs" / "gsm8k_zero_shot_cot.log"

@@ -10,8 +10,11 @@ both modes (``strict`` and ``flexible``, see :mod:`thoughtsource.extract`) and r
     CoT itself when there was none), the predicted value, the rule that found it, ``correct``, token F1
     (text answers) and the ``correct_answer`` the file stored before scoring (``stored_correct``).
 ``accuracy``
-    one row per (dataset, split, model, instruction, cot_trigger, answer_extraction, mode): n, correct,
-    accuracy, the 95% Wilson score interval, the number of answers without an extractable answer.
+    one row per (dataset, split, model, instruction, cot_trigger, answer_extraction, mode): n (answers),
+    questions, correct, accuracy, the 95% interval, the standard error, the number of answers without an
+    extractable answer.  Scored per question: with several samples of a prompt per question
+    (self-consistency) the accuracy is the mean over questions of each question's mean over its samples and
+    the interval is over the questions, never over the non-independent samples (see ``_accuracy_table``).
 ``majority``
     self-consistency: for every prompt that was sampled several times (the same sample, model,
     instruction, trigger and extraction), the majority answer of its first ``k`` samples (maj@k).
@@ -73,7 +76,7 @@ _META = (
 )  # fmt: skip
 
 
-def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
+def wilson_interval(correct: float, n: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval of a binomial proportion (95% for the default z); (nan, nan) for n = 0.
 
     The interval always contains the point estimate ``correct / n`` and lies in [0, 1]: at 0 or n
@@ -283,16 +286,39 @@ def _wilson_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+ACCURACY_COLUMNS = ["n", "questions", "correct", "accuracy", "ci_low", "ci_high", "stderr", "no_answer", "f1"]
+
+
 def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy per combination, scored per question.
+
+    With one answer per question this is the binomial proportion and its Wilson interval.  With several
+    (self-consistency samples of one prompt) the answers of a question are not independent: the accuracy is
+    the mean over questions of each question's mean over its samples, and the interval is over the
+    ``questions``, not over the ``n`` answers (the Wilson score interval at n = questions, which is
+    conservative because a per-question mean varies no more than a single 0/1 answer).  ``stderr`` is the
+    standard error of the mean over questions (lm-evaluation-harness's ``acc_stderr``).
+    """
+    import numpy as np
     import pandas as pd
 
     keys = [*COMBINATION, "mode"]
     if answers.empty:
-        return pd.DataFrame(columns=[*keys, "n", "correct", "accuracy", "ci_low", "ci_high", "no_answer", "f1"])
+        return pd.DataFrame(columns=[*keys, *ACCURACY_COLUMNS])
     g = answers.assign(no_answer=answers["pred"].isna()).groupby(keys, sort=True, dropna=False)
     table = g.agg(n=("correct", "size"), correct=("correct", "sum"), no_answer=("no_answer", "sum"), f1=("f1", "mean"))
-    table = _wilson_columns(table.reset_index())
-    return table[[*keys, "n", "correct", "accuracy", "ci_low", "ci_high", "no_answer", "f1"]]
+    per_question = answers.groupby([*keys, "sample_id"], sort=True, dropna=False)["correct"].mean()
+    q = per_question.groupby(level=list(range(len(keys))), sort=True, dropna=False).agg(["size", "mean", "std"])
+    table = table.join(q).reset_index()
+    questions = table["size"].to_numpy(dtype=float)
+    mean = table["mean"].to_numpy(dtype=float)
+    table["questions"] = table.pop("size").astype(int)
+    _, low, high = wilson_intervals(mean * questions, questions)
+    table["accuracy"], table["ci_low"], table["ci_high"] = mean, low, high
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["stderr"] = table.pop("std").to_numpy(dtype=float) / np.sqrt(questions)
+    table = table.drop(columns=["mean"])
+    return table[[*keys, *ACCURACY_COLUMNS]]
 
 
 def _majority_table(

@@ -93,10 +93,13 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
     table = Table(title=f"accuracy ({m}) — {file.name}", caption=shared or None)
     for col in varying:
         table.add_column(_SHORT.get(col, col), overflow="ellipsis", no_wrap=True)
-    for col, width in (("n", 4), ("acc % (95% CI)", 16), ("none", 4)):
+    repeated = bool((acc["questions"] != acc["n"]).any())  # self-consistency: scored per question
+    numeric = (("n", 4), *((("questions", 4),) if repeated else ()), ("acc % (95% CI)", 16), ("none", 4))
+    for col, width in numeric:
         table.add_column(col, justify="right", no_wrap=True, min_width=width)
     for _, r in acc.iterrows():
-        table.add_row(*(str(r[k]) for k in varying), str(r["n"]), _acc(r), str(r["no_answer"]))
+        qs = (str(r["questions"]),) if repeated else ()
+        table.add_row(*(str(r[k]) for k in varying), str(r["n"]), *qs, _acc(r), str(r["no_answer"]))
     stdout.print(table)
     other = "flexible" if m == "strict" else "strict"
     both = result.by_model(other)
