@@ -153,8 +153,10 @@ async def adjudicate_steps(request: Request, user: CurrentUser) -> Response:
 def adjudicate(request: Request, user: CurrentUser, dataset: Annotated[str, Form(max_length=500)],
                split: Annotated[str, Form(max_length=500)], sample_id: Annotated[str, Form(max_length=500)],
                cot_id: Annotated[str, Form(max_length=500)], key: Annotated[str, Form(max_length=200)],
-               value: Annotated[str, Form(max_length=200_000)]) -> Response:
-    """Set the final value of (CoT, key): ``value`` is JSON (true/false for a label, a step-labels object), or "" to clear."""
+               value: Annotated[str, Form(max_length=200_000)] = "") -> Response:
+    """Set the final value of (CoT, key): ``value`` is JSON (true/false for a label, a step-labels object), or "" to clear.
+
+    (The default matters: FastAPI reads an empty form field as a missing one, so without it "" was a 422.)"""
     auth.require_admin(user)
     data, db = _data(request), _db(request)
     ref = data.cot_ref(dataset, split, sample_id, cot_id)

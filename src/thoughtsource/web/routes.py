@@ -276,6 +276,14 @@ def _similarity(request: Request, it: Item) -> dict[str, Any]:
     return sim
 
 
+def blind_order(user: User, it: Item) -> list[int]:
+    """The file positions of the sample's CoTs in the order ``user`` sees them during blind review: shuffled, seeded
+    by the user and the sample, so the same on every visit (the page and the similarity API use it alike)."""
+    order = list(range(len(it.sample.generated_cot)))
+    random.Random(f"{user.name}\0{it.dataset}\0{it.split}\0{it.sample.id}").shuffle(order)
+    return order
+
+
 def _renumber(sim: dict[str, Any], shown: dict[int, int]) -> dict[str, Any]:
     """The similarity data with CoT file positions replaced by shown positions (blind review: the file order,
     which groups CoTs by model, must not reach the page)."""
@@ -331,7 +339,7 @@ def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Fil
         })
     similarity = _similarity(request, it)
     if is_blind:  # each annotator their own order of this sample's CoTs, the same on every visit
-        random.Random(f"{user.name}\0{dataset}\0{split}\0{x.id}").shuffle(cots)
+        cots = [cots[i] for i in blind_order(user, it)]
         similarity = _renumber(similarity, {c["index"]: shown for shown, c in enumerate(cots)})
         for shown, c in enumerate(cots):  # the page names CoTs by shown position, never by file position
             c["index"] = shown
@@ -505,4 +513,10 @@ def delete_annotation(request: Request, annotation_id: int, user: CurrentUser) -
 
 @api.get("/similarity/{path:path}")
 def similarity(request: Request, path: str, user: CurrentUser) -> dict[str, Any]:
-    return _similarity(request, _data(request).resolve(path))
+    """The sample's sentence similarities, CoTs numbered as the user's sample page shows them: during blind review
+    in the user's shuffled order (the file order groups CoTs by model, so it would name the models)."""
+    it = _data(request).resolve(path)
+    sim = _similarity(request, it)
+    if blind(request, user):
+        sim = _renumber(sim, {i: shown for shown, i in enumerate(blind_order(user, it))})
+    return sim
