@@ -90,37 +90,41 @@ def test_evaluate_prints_self_consistency(tmp_path: Path) -> None:
 
 
 def test_results_json_records_config_versions_and_every_cell(examples_dir: Path, tmp_path: Path) -> None:
-    """results.json (lm-eval style): config, versions, git commit, models, per cell n / accuracy / interval / no-answer rate."""
+    """results.json: lm-eval's keys, and under 'thoughtsource' the config, versions, git commit, models, every cell."""
     f = examples_dir / "model_runs" / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json"
     out = tmp_path / "ev"
     p = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(f), "--out", str(out), "--k", "1"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    doc = json.loads((out / "results.json").read_text())
-    assert doc["schema"] == "thoughtsource/evaluate-results/v1"
+    full = json.loads((out / "results.json").read_text())
+    assert {"results", "configs", "versions", "n-samples", "config", "git_hash", "higher_is_better"} <= set(full)
+    assert len(full["results"]) == 6  # one task per dataset (one model, one prompt), in the chosen mode
+    doc = full["thoughtsource"]
+    assert doc["schema"] == "thoughtsource/evaluate-results/v2"
     assert doc["config"]["file"] == {"path": str(f), "bytes": f.stat().st_size, "sha256": hashlib.sha256(f.read_bytes()).hexdigest()}
     assert doc["config"]["mode"] == "strict" and doc["config"]["ks"] == [1]
     assert doc["config"]["command"][:2] == ["thoughtsource", "evaluate"]
-    assert doc["versions"]["thoughtsource"] and doc["versions"]["python"] == ".".join(map(str, sys.version_info[:3]))
-    assert doc["versions"]["pandas"]
+    versions = doc["package_versions"]
+    assert versions["thoughtsource"] and versions["python"] == ".".join(map(str, sys.version_info[:3])) and versions["pandas"]
     if (Path(__file__).resolve().parents[1] / ".git").exists():
-        assert len(doc["git"]["commit"]) == 40
+        assert len(doc["git"]["commit"]) == 40 and full["git_hash"] == doc["git"]["commit"][:7]
     assert [(m["name"], m["cots"]) for m in doc["models"]] == [("gpt-4", 600)]
-    strict = [c for c in doc["results"] if c["mode"] == "strict"]
-    assert len(strict) == 6 and len(doc["results"]) == 12  # 6 datasets x 2 modes
+    strict = [c for c in doc["cells"] if c["mode"] == "strict"]
+    assert len(strict) == 6 and len(doc["cells"]) == 12  # 6 datasets x 2 modes
     assert sum(c["n"] for c in strict) == 600 and sum(c["correct"] for c in strict) == 492  # 82.0%, as in the table
-    for c in doc["results"]:
-        assert c["accuracy"] == c["correct"] / c["n"]
+    for c in doc["cells"]:
+        assert c["accuracy"] == c["correct"] / c["n"] and c["questions"] == c["n"]
         assert c["interval"]["method"] == "wilson" and c["interval"]["level"] == 0.95
         assert c["interval"]["low"] <= c["accuracy"] <= c["interval"]["high"]
         assert c["no_answer_rate"] == c["no_answer"] / c["n"]
-    assert doc["pooled"]["strict"] == {"None_zhou-01_kojima-A-D": 0.88, "None_zhou-01_kojima-A-E": 0.74, "None_zhou-01_kojima-yes-no": 0.8}
+    assert doc["pooled_by_model"]["strict"] == {
+        "gpt-4": {"None_zhou-01_kojima-A-D": 0.88, "None_zhou-01_kojima-A-E": 0.74, "None_zhou-01_kojima-yes-no": 0.8}}
     # the same document on stdout with --json, and nothing else there
     j = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(f), "--out", str(tmp_path / "ev2"), "--k", "1", "--json"],
                        capture_output=True, text=True, timeout=300)
     assert j.returncode == 0, j.stderr
     printed = json.loads(j.stdout)
-    assert printed["results"] == doc["results"] and printed["models"] == doc["models"]
+    assert printed["results"] == full["results"] and printed["thoughtsource"]["cells"] == doc["cells"]
     assert "wrote results.json" in j.stderr
 
 
@@ -130,4 +134,4 @@ def test_json_without_answers_is_still_a_document(examples_dir: Path, tmp_path: 
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "no generated answers to evaluate" in p.stderr
     doc = json.loads(p.stdout)
-    assert doc["results"] == [] and doc["models"] == [] and doc["config"]["file"]["path"] == str(f)
+    assert doc["results"] == {} and doc["thoughtsource"]["models"] == [] and doc["thoughtsource"]["config"]["file"]["path"] == str(f)

