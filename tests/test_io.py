@@ -173,3 +173,46 @@ def test_parquet_and_hf_round_trip_keep_nested_fields(examples_dir: Path, tmp_pa
     jl = tmp_path / "c.jsonl"
     c.to_jsonl(jl)
     assert Collection.from_jsonl(jl) == c
+
+
+def _nested_file(tmp_path: Path, depth: int, suffix: str = ".json") -> Path:
+    value = "[" * depth + "]" * depth
+    sample = '{"id": "1", "question": "q", "type": "text", "answer": ["a"], "extra": ' + value + '}'
+    path = tmp_path / f"deep{depth}{suffix}"
+    if suffix == ".jsonl":
+        path.write_text(sample[:-1] + ', "dataset": "d", "split": "t"}\n')
+    else:
+        path.write_text('{"d": {"t": [' + sample + ']}}')
+    return path
+
+
+@pytest.mark.parametrize("depth", [300, 10_000])
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_deeply_nested_json_is_one_clear_error(tmp_path: Path, depth: int, suffix: str) -> None:
+    """Issue 23: 10,000 levels raised RecursionError (a bare 500 on upload, a traceback in `validate`); 300 levels
+    loaded but could not be written back."""
+    with pytest.raises(DataError, match=rf"nested more than {io.MAX_JSON_DEPTH} levels deep"):
+        Collection.load(_nested_file(tmp_path, depth, suffix), validate=True)
+    assert io.json_depth(json.loads('{"a": [[1], {"b": []}]}'), 100) == 4
+
+
+def test_validate_reports_deep_json_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "validate", str(_nested_file(tmp_path, 10_000))],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "nested more than 100 levels deep" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_duplicate_sample_ids_are_a_violation(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    rec = {"id": "1", "question": "q", "type": "text", "answer": ["a"]}
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps({"d": {"t": [rec, {**rec, "question": "another"}], "u": [rec]}}))
+    with pytest.raises(DataError, match="1 schema violation") as e:
+        Collection.load(path, validate=True)
+    assert e.value.problems == ["d/t/1: duplicate sample id (record #1)"]  # split u has its own ids
+    with caplog.at_level(logging.WARNING):
+        assert len(Collection.load(path)) == 3  # without validation: a warning
+    assert "duplicate sample id" in caplog.text

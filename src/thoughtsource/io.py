@@ -138,10 +138,43 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise DataError("file not found", path=str(path)) from None
     except UnicodeDecodeError as e:
         raise DataError(f"not UTF-8 text ({e.reason} at byte {e.start})", path=str(path)) from None
+    return _decode(text, path=str(path))
+
+
+MAX_JSON_DEPTH = 100  # ThoughtSource data needs ~12 levels; deeper values could not be written back (serializer limit)
+
+
+def _decode(text: str, *, path: str, line: int | None = None) -> Any:
+    """json.loads with one clear :class:`DataError` for broken JSON and for JSON nested more than ``MAX_JSON_DEPTH``
+    levels (10,000 levels made json.loads raise RecursionError; a few hundred loaded but could not be exported)."""
     try:
-        return json.loads(text)
+        obj = json.loads(text)
     except json.JSONDecodeError as e:
-        raise DataError(f"invalid JSON: {e.msg}", path=str(path), line=e.lineno, column=e.colno) from None
+        raise DataError(f"invalid JSON: {e.msg}", path=path, line=e.lineno if line is None else line, column=e.colno) from None
+    except RecursionError:
+        obj = None
+        depth = MAX_JSON_DEPTH + 1
+    else:
+        depth = json_depth(obj, MAX_JSON_DEPTH)
+    if depth > MAX_JSON_DEPTH:
+        raise DataError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep", path=path, line=line)
+    return obj
+
+
+def json_depth(obj: Any, limit: int) -> int:
+    """How deeply lists and objects nest in ``obj`` (a scalar: 0), counted up to ``limit + 1``; iterative."""
+    deepest = 0
+    stack = [(obj, 1)] if isinstance(obj, (list, dict)) else []
+    while stack:
+        value, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                break
+        for v in value.values() if isinstance(value, dict) else value:
+            if isinstance(v, (list, dict)):
+                stack.append((v, depth + 1))
+    return deepest
 
 
 def _validation_message(err: ValidationError) -> tuple[str, str]:
@@ -175,6 +208,7 @@ def parse_data(obj: Any, *, path: str | None = None, validate: bool = False, war
                     f"expected a list of samples, got {type(records).__name__}", path=path, dataset=ds_name, split=split
                 )
             samples: list[Sample] = []
+            seen: set[str] = set()
             for i, rec in enumerate(records):
                 rid = rec.get("id", f"#{i}") if isinstance(rec, dict) else f"#{i}"
                 if not isinstance(rec, dict):
@@ -192,6 +226,9 @@ def parse_data(obj: Any, *, path: str | None = None, validate: bool = False, war
                     raise DataError(msg, path=path, dataset=ds_name, split=split, record=str(rid), field=field) from None
                 for p in semantic_problems(sample):
                     problems.append(f"{ds_name}/{split}/{sample.id}: {p}")
+                if sample.id in seen:  # sample ids address samples (merging, the annotator's URLs): one per split
+                    problems.append(f"{ds_name}/{split}/{sample.id}: duplicate sample id (record #{i})")
+                seen.add(sample.id)
                 samples.append(sample)
             data[ds_name][split] = samples
     if problems:
@@ -238,10 +275,7 @@ def load_jsonl(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"invalid JSON: {e.msg}", path=str(path), line=lineno, column=e.colno) from None
+            rec = _decode(line, path=str(path), line=lineno)
             if not isinstance(rec, dict) or "dataset" not in rec or "split" not in rec:
                 raise DataError("expected an object with 'dataset' and 'split' keys", path=str(path), line=lineno)
             obj.setdefault(rec.pop("dataset"), {}).setdefault(rec.pop("split"), []).append(rec)
@@ -342,7 +376,7 @@ def _from_row(row: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(key), list):
             out[key] = [_from_row(v) for v in out[key]]
     if row.get("extra_json"):
-        out.update(json.loads(row["extra_json"]))
+        out.update(_decode(row["extra_json"], path="extra_json column"))
     return out
 
 
@@ -398,7 +432,11 @@ def load_parquet(path: str | os.PathLike[str]) -> Data:
             table = pq.read_table(f)
         except Exception as e:  # pyarrow raises several types for broken files
             raise DataError(f"cannot read Parquet: {e}", path=str(f)) from None
-        for d, splits in from_arrow(table).items():
+        try:
+            loaded = from_arrow(table)
+        except DataError as e:  # e.g. an extra_json value nested too deeply
+            raise DataError(e.message, path=str(f)) from None
+        for d, splits in loaded.items():
             for s, xs in splits.items():
                 data.setdefault(d, {}).setdefault(s, []).extend(xs)
     return data
