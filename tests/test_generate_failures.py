@@ -206,3 +206,25 @@ def test_fault_server_command_line_and_every_outcome(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "thoughtsource.testing.fault_server", "--faults", "explode"], env=ENV,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "unknown outcome 'explode'" in bad.stderr
+
+
+def test_collection_generate_raises_on_failures_and_keeps_the_report(src: Path, tmp_path: Path) -> None:
+    """Collection.generate() used to log 'generate failed' and return, so evaluate() reported the file's old numbers."""
+    from thoughtsource.errors import GenerationFailed
+
+    c = Collection.from_json(src).select(split="train", number_samples=3, seed=0)
+    with run_fault_server(then="500", match="Therefore, among A through D") as server:  # stage 2 fails
+        with pytest.raises(GenerationFailed, match="3 CoT\\(s\\) lack an extracted answer") as info:
+            c.generate(CONFIG, base_urls=[server.base_url], store=tmp_path / "s.sqlite", progress=False)
+        report = info.value.report
+        assert report is c.generate_report and (report.cot_errors, report.answer_errors) == (0, 3)
+        assert report.attached_cots == 3  # what succeeded is attached
+        assert [len(g.answers) for _, _, x in c.samples() for g in x.generated_cot] == [0, 0, 0]
+        again = Collection.from_json(src).select(split="train", number_samples=3, seed=0)
+        assert again.generate(CONFIG, base_urls=[server.base_url], store=tmp_path / "s.sqlite", progress=False,
+                              strict=False) is again  # the opt-out: no exception, the report kept
+        assert again.generate_report is not None and again.generate_report.answer_errors == 3
+    with run_fault_server() as server:  # a healthy server: the same call fills in the answers only
+        assert c.generate(CONFIG, base_urls=[server.base_url], store=tmp_path / "s.sqlite", progress=False) is c
+        assert c.generate_report is not None and c.generate_report.errors == 0
+        assert c.generate_report.attached_answers == 3

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
     import datasets as hf
 
+    from .generate import GenerateReport
+
 log = logging.getLogger(__name__)
 
 CANCEL_EVERY = 1000  # samples between two looks at Collection.merge's cancel event
@@ -48,6 +50,7 @@ class Collection:
     ) -> None:
         self._data: Data = {}
         self.merge_conflicts: list[str] = []
+        self.generate_report: GenerateReport | None = None  # of the last generate()
         if data is not None:
             self._data = data
         if names is not None:
@@ -238,11 +241,22 @@ class Collection:
         return self
 
     # ------------------------------------------------------------------ generation / evaluation hooks
-    def generate(self, config: Any = None, **kwargs: Any) -> Collection:
-        """Generate CoTs in place (see :mod:`thoughtsource.generate`)."""
+    def generate(self, config: Any = None, *, strict: bool = True, **kwargs: Any) -> Collection:
+        """Generate CoTs in place (see :mod:`thoughtsource.generate`); returns self.
+
+        The run's :class:`~thoughtsource.generate.GenerateReport` is kept in ``self.generate_report``.  When
+        CoTs or answer extractions failed, raises :class:`~thoughtsource.errors.GenerationFailed` (its ``report``
+        is the same report; what succeeded is attached and stored, and calling again asks only for the rest),
+        as the CLI exits 1; ``strict=False`` only logs the failures.
+        """
+        from .errors import GenerationFailed
         from .generate import generate
 
-        generate(self, config, **kwargs)
+        report = generate(self, config, **kwargs)
+        self.generate_report = report
+        if strict and report.errors:
+            raise GenerationFailed(f"{report.failure_summary()}; the collection lacks them. Call generate() again to fill "
+                                   "them in, or pass strict=False to go on without them", report=report)
         return self
 
     def evaluate(self, **kwargs: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 class ThoughtSourceError(Exception):
@@ -129,6 +130,18 @@ class BackendError(ThoughtSourceError):
             if p
         )
         super().__init__(f"{message} ({detail})" if detail else message)
+
+
+class GenerationFailed(BackendError):
+    """Some CoTs or answer extractions of a generation run failed (the CLI's exit 1).
+
+    What succeeded is attached and stored; ``report`` is the run's ``GenerateReport``.  Running the same
+    generation again asks only for what is missing.
+    """
+
+    def __init__(self, message: str, *, report: Any = None) -> None:
+        self.report = report
+        super().__init__(message)
 
 
 class MissingDependencyError(ThoughtSourceError, ImportError):

@@ -74,7 +74,7 @@ def generate_cmd(
     --backend openai --base-url http://127.0.0.1:8000/v1 --model NAME --out gsm8k_20.json
     """
     from ..collection import Collection
-    from ..errors import BackendError, ConfigError
+    from ..errors import ConfigError, GenerationFailed
     from ..generate import GenerateConfig, generate
 
     if bool(dataset) == bool(file):
@@ -119,7 +119,8 @@ def generate_cmd(
     collection.dump(out)
     note(f"wrote {len(collection)} samples to {out}", highlight=False)
     if report.errors:
-        raise BackendError(f"{report.failure_summary()}; the output lacks them. Run the same command again to fill them in")
+        raise GenerationFailed(f"{report.failure_summary()}; the output lacks them. Run the same command again to fill them in",
+                               report=report)
 
 
 def register(app: typer.Typer) -> None:
