@@ -155,3 +155,6 @@ def test_merge_stops_when_cancelled() -> None:
     stop.set()
     with pytest.raises(Cancelled, match="merge stopped"):
         a.merge(b, cancel=stop)
+    import gc
+
+    assert gc.isenabled()  # the merge pauses the garbage collector, and resumes it after an exception too
