@@ -100,18 +100,19 @@ def first_multi_cot_sample(served: ServedData):
 
 
 @contextlib.contextmanager
-def live_server(app) -> Iterator[str]:
-    """Run ``app`` with uvicorn in a thread on 127.0.0.1, a free port; yields the base URL."""
+def live_server(app, forwarded_allow_ips: str | None = None) -> Iterator[str]:
+    """Run ``app`` with uvicorn in a thread on 127.0.0.1, a free port, configured as ``serve`` does
+    (``web.app.make_server``); yields the base URL."""
     import socket
     import threading
     import time
 
-    import uvicorn
+    from thoughtsource.web.app import make_server
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_keep_alive=30))
+    server = make_server(app, forwarded_allow_ips, lifespan="off", timeout_keep_alive=30)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.time() + 20

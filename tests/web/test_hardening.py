@@ -4,9 +4,11 @@ codes and what is stored."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from contextlib import closing
+from pathlib import Path
 
 import httpx
 import pytest
@@ -70,3 +72,114 @@ def test_adjudicate_with_an_empty_value_clears_the_final_label(annotator_server,
         r = root.post("/adjudicate", data={**ref, "value": "", "csrf_token": csrf})
         assert r.status_code == 303, r.text  # was 422: FastAPI reads an empty form field as a missing one
         assert app.state.db.adjudications() == []
+
+
+# --------------------------------------------------------------------------- 2. the client address cannot be spoofed
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The user names that reached the password check (auth.authenticate), in order."""
+    import threading
+
+    from thoughtsource.web import auth
+
+    seen: list[str] = []
+    lock = threading.Lock()
+    real = auth.authenticate
+
+    def counting(db, name, password):
+        with lock:
+            seen.append(name)
+        return real(db, name, password)
+
+    monkeypatch.setattr(auth, "authenticate", counting)
+    return seen
+
+
+def _guess(base: str, name: str, password: str, headers: dict[str, str] | None = None,
+           local_address: str = "127.0.0.1") -> int:
+    with httpx.Client(base_url=base, timeout=120, transport=httpx.HTTPTransport(local_address=local_address)) as c:
+        token = TOKEN_RE.search(c.get("/login").text).group(1)
+        return c.post("/login", data={"name": name, "password": password, "csrf_token": token},
+                      headers=headers or {}).status_code
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_x_forwarded_for_is_trusted_only_from_forwarded_allow_ips(make_app, counted, trusted: bool) -> None:
+    """uvicorn trusted X-Forwarded-For from loopback by default: a new header on each try, and all 40 wrong passwords
+    reached the check (the limit is 10).  Now only ``serve --forwarded-allow-ips`` makes it count."""
+    from thoughtsource.web.auth import LoginThrottle
+
+    app = make_app()
+    add_user(app, "alice")
+    app.state.throttle = LoginThrottle(limit=10, client_limit=100, name_limit=100)
+    with live_server(app, forwarded_allow_ips="127.0.0.1" if trusted else None) as base:
+        codes = [_guess(base, "alice", "wrong password!", {"X-Forwarded-For": f"10.0.0.{i}"}) for i in range(12)]
+    if trusted:  # behind a proxy we trust, each forwarded address is its own client
+        assert codes == [401] * 12 and len(counted) == 12
+    else:
+        assert codes == [401] * 10 + [429] * 2 and len(counted) == 10
+
+
+# --------------------------------------------------------------------------- 4-7. uploads
+def _sample(sid: str, question: str = "Which?", cot_id: str = "c1") -> dict:
+    return {"id": sid, "question": question, "type": "multiplechoice", "choices": ["a", "b"], "answer": ["a"],
+            "generated_cot": [{"id": cot_id, "cot": "It is a.", "model": {"name": "m"}, "answers": []}]}
+
+
+@pytest.fixture
+def small_server(make_app, tmp_path: Path) -> Iterator[tuple[object, str, Path]]:
+    """A server of one small file, an admin 'root'; yields (app, base URL, the base file)."""
+    base_file = tmp_path / "base.json"
+    base_file.write_text(json.dumps({"d": {"test": [_sample("s1"), _sample("s2")]}}))
+    app = make_app(files=[base_file])
+    add_user(app, "root", "admin")
+    with live_server(app) as base:
+        yield app, base, base_file
+
+
+def _upload(client: httpx.Client, csrf: str, name: str, content: bytes) -> str:
+    """Upload; returns the text of the page the redirect leads to."""
+    r = client.post("/admin/upload", data={"csrf_token": csrf}, files={"file": (name, content, "application/json")})
+    assert r.status_code == 303, (r.status_code, r.text[:300])
+    return client.get(r.headers["location"]).text
+
+
+def _stored(app) -> list[str]:
+    folder = app.state.settings.upload_dir
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def test_a_long_upload_name_keeps_its_suffix_and_is_served_after_a_restart(small_server, make_app) -> None:
+    app, base, base_file = small_server
+    root, csrf = http_login(base, "root")
+    with closing(root):
+        page = _upload(root, csrf, "x" * 200 + ".JSON", json.dumps({"d": {"test": [_sample("new")]}}).encode())
+    [name] = _stored(app)
+    assert name.endswith(".json") and len(name) <= 120 and f"added {name}" in page
+    restarted = make_app(files=[base_file])  # the start-up scan of upload_dir finds it again
+    assert ("d", "test", "new") in restarted.state.data.index
+
+
+def test_uploads_are_validated_and_merged_before_anything_is_stored(small_server) -> None:
+    app, base, _ = small_server
+    root, csrf = http_login(base, "root")
+    with closing(root):
+        # nested 10,000 levels: a bare 500 before
+        deep = '{"d": {"test": [{"id": "x", "question": "q", "type": "text", "answer": ["a"], "extra": ' \
+               + "[" * 10_000 + "]" * 10_000 + "}]}}"
+        assert "nested more than 100 levels deep" in _upload(root, csrf, "deep.json", deep.encode())
+        # the same sample id twice in the file: only the first would have been served
+        dup = {"d": {"test": [_sample("n1"), _sample("n1", "Another question?")]}}
+        assert "duplicate sample id" in _upload(root, csrf, "dup.json", json.dumps(dup).encode())
+        # a served sample id reused for another question: its CoTs would have been added to the served sample
+        clash = {"d": {"test": [_sample("s1", "A different question?", cot_id="c9")]}}
+        page = _upload(root, csrf, "clash.json", json.dumps(clash).encode())
+        assert "conflict(s) with the served data" in page and "field &#39;question&#39; differs" in page
+        assert _stored(app) == [] and len(app.state.data.items) == 2
+        assert len(app.state.data.item("d", "test", "s1").sample.generated_cot) == 1
+        # another model's run of the same questions is merged, and the page says so
+        run = {"d": {"test": [_sample("s1", cot_id="other-model"), _sample("s3")]}}
+        page = _upload(root, csrf, "run.json", json.dumps(run).encode())
+        assert "added run.json: 2 samples, 1 of them already served (their CoTs were added), 2 new CoTs" in page
+        assert _stored(app) == ["run.json"]
+        assert [c.id for c in app.state.data.item("d", "test", "s1").sample.generated_cot] == ["c1", "other-model"]

@@ -43,12 +43,13 @@ def serve(
     secure_cookies: bool = typer.Option(False, help="Mark cookies Secure (when a TLS proxy is in front)."),
     blind: bool = typer.Option(False, help="Blind review: annotators see no model, trigger or correctness, CoTs shuffled."),
     similarity_threshold: float | None = typer.Option(None, help="Initial similarity-highlighting threshold."),
+    forwarded_allow_ips: str | None = typer.Option(
+        None, help="Trust X-Forwarded-For/-Proto only from these proxy addresses (comma-separated, e.g. 127.0.0.1); "
+                   "without it the client address is the connection's, whatever the headers say."),
 ) -> None:
     """Serve the viewer and annotator (log in with an account made by `thoughtsource users add`)."""
-    import uvicorn
-
     from ..listen import bind
-    from ..web.app import ServeSettings, create_app
+    from ..web.app import ServeSettings, create_app, make_server
     from ..web.db import AnnotationDB
 
     sock = bind(host, port)  # a port in use is an error before the data is loaded
@@ -66,7 +67,7 @@ def serve(
     if host not in ("127.0.0.1", "localhost", "::1") and not secure_cookies:
         console.print("[yellow]warning[/]: listening beyond localhost without --secure-cookies; put it behind HTTPS")
     console.print(f"serving {len(app.state.data.items)} samples on http://{host}:{sock.getsockname()[1]}  (db: {settings.db})")
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    make_server(app, forwarded_allow_ips).run(sockets=[sock])
 
 
 class Role(str, Enum):

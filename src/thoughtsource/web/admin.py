@@ -7,13 +7,20 @@ redirects back (POST/redirect/GET), so a reload never repeats it.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import logging
+import os
 import re
 import secrets
+import shutil
 import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request, UploadFile
@@ -21,8 +28,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..collection import Collection
-from ..errors import DataError, StoreError, ThoughtSourceError
-from ..io import atomic_write
+from ..errors import Cancelled, DataError, StoreError, ThoughtSourceError
 from . import agreement as agreement_mod
 from . import auth
 from .data import ServedData, sample_done
@@ -228,57 +234,132 @@ def data_page(request: Request, user: CurrentUser, notice: str = "", error: str 
                    new_token=request.app.state.new_tokens.pop(token, None) if token else None)
 
 
+MAX_UPLOAD_NAME = 120
+
+
 def _upload_name(filename: str) -> str:
+    """A safe file name for an upload: ``[A-Za-z0-9._-]``, at most ``MAX_UPLOAD_NAME`` characters *with* its suffix
+    (lower-cased, as the start-up scan of ``upload_dir`` expects).  Before, a long name was cut after the suffix
+    check, so it was stored without ``.json``, served until the next restart, then silently dropped."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(filename or "upload.json").name).lstrip(".") or "upload.json"
-    if not name.lower().endswith(UPLOAD_SUFFIXES):
-        raise DataError(f"{name}: expected a ThoughtSource file ending in {', '.join(UPLOAD_SUFFIXES)}")
-    return name[:120]
+    suffix = next((s for s in UPLOAD_SUFFIXES if name.lower().endswith(s)), None)
+    if suffix is None:
+        raise DataError(f"{name[:MAX_UPLOAD_NAME]}: expected a ThoughtSource file ending in {', '.join(UPLOAD_SUFFIXES)}")
+    stem = name[: -len(suffix)][: MAX_UPLOAD_NAME - len(suffix) - 8].rstrip(".") or "upload"  # room for "-<n>"
+    return stem + suffix
 
 
-def _load_upload(content: bytes, name: str) -> Collection:
-    """Validate like ``thoughtsource validate``: the strict schema check; errors name the uploaded file, not a temp path."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / name
-        path.write_bytes(content)
-        try:
-            collection = Collection.load(path, validate=True)
-        except ThoughtSourceError as e:
-            raise DataError(str(e).replace(str(path), name)) from None
-        except (ValueError, OSError) as e:  # e.g. a broken Parquet file
-            raise DataError(f"{name}: not a readable ThoughtSource file ({e.__class__.__name__}: {e})") from None
+def _free_name(folder: Path, name: str) -> Path:
+    target, n = folder / name, 1
+    stem, suffix = name.rsplit(".", 1)
+    while target.exists():
+        n += 1
+        target = folder / f"{stem}-{n}.{suffix}"
+    return target
+
+
+def _load_upload(path: Path, name: str) -> Collection:
+    """Validate like ``thoughtsource validate`` (the strict schema, duplicate sample ids, nesting depth); errors
+    name the uploaded file, never the server's temp path."""
+    try:
+        collection = Collection.load(path, validate=True)
+    except ThoughtSourceError as e:
+        raise DataError(str(e).replace(str(path), name)) from None
+    except (ValueError, OSError, RecursionError) as e:  # e.g. a broken Parquet file
+        raise DataError(f"{name}: not a readable ThoughtSource file ({e.__class__.__name__})") from None
     if not any(True for _ in collection.samples()):
         raise DataError(f"{name}: no samples")
     return collection
 
 
+@dataclass
+class Uploaded:
+    data: ServedData
+    target: Path
+    samples: int
+    merged: int  # samples already served, whose CoTs the upload adds to
+    new_cots: int
+
+
+def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, stop: threading.Event) -> Uploaded:
+    """The upload pipeline, off the event loop: copy to a private temp folder in ``folder`` → validate → merge with
+    the served data (refusing conflicts) → only then store under a free name (one rename).  A failure or ``stop``
+    (the server shutting down: the merge checks it) leaves ``folder`` as it was, so a restart never loads a file
+    that was not accepted."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".upload-", dir=folder))
+    try:
+        path = tmp / name
+        with open(path, "wb") as fh:
+            copied = 0
+            while chunk := source.read(1 << 20):
+                copied += len(chunk)
+                if copied > MAX_UPLOAD_BYTES:
+                    raise DataError(f"{name}: larger than {MAX_UPLOAD_BYTES // 2**20} MiB")
+                fh.write(chunk)
+        collection = _load_upload(path, name)
+        target = _free_name(folder, name)
+        served_before = data.total_cots
+        new = data.with_file(target, collection, cancel=stop)
+        conflicts = new.collection.merge_conflicts[len(data.collection.merge_conflicts):]
+        if conflicts:
+            shown = "; ".join(conflicts[:3]) + (f"; and {len(conflicts) - 3} more" if len(conflicts) > 3 else "")
+            raise DataError(f"{name}: {len(conflicts)} conflict(s) with the served data (a sample id or CoT id reused "
+                            f"for different content): {shown}")
+        if stop.is_set():
+            raise Cancelled("the server is shutting down")
+        os.replace(path, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    samples = sum(1 for _ in collection.samples())
+    merged = sum(1 for d, s, x in collection.samples() if (d, s, x.id) in data.index)
+    return Uploaded(new, target, samples, merged, new.total_cots - served_before)
+
+
+async def _off_loop(stop: threading.Event, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` on a daemon thread; stops waiting once ``stop`` is set (the server shutting down), so neither
+    the request nor the process waits for long work (a daemon thread does not hold up the exit)."""
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            done.set_result(fn(*args))
+        except BaseException as e:  # handed to the waiting request
+            done.set_exception(e)
+
+    threading.Thread(target=run, name="ts-upload", daemon=True).start()
+    waiting = asyncio.wrap_future(done)
+    while not waiting.done():
+        await asyncio.wait([waiting], timeout=0.25)
+        if stop.is_set() and not waiting.done():
+            raise Cancelled("the server is shutting down")
+    return waiting.result()
+
+
 @admin.post("/admin/upload")
 async def upload(request: Request, user: CurrentUser, file: UploadFile) -> Response:
-    """Add a ThoughtSource file to the served data; a file that does not validate changes nothing."""
+    """Add a ThoughtSource file to the served data; a file that does not validate or merge cleanly changes nothing."""
     auth.require_admin(user)
-    try:
-        name = _upload_name(file.filename or "")
-        content = await file.read(MAX_UPLOAD_BYTES + 1)
-        if len(content) > MAX_UPLOAD_BYTES:
-            raise DataError(f"{name}: larger than {MAX_UPLOAD_BYTES // 2**20} MiB")
-        collection = await run_in_threadpool(_load_upload, content, name)
-    except DataError as e:
-        log.warning("%s: upload refused: %s", user.name, e)
-        return _back("/admin/data", error=str(e))
-    async with request.app.state.upload_lock:
-        folder: Path = request.app.state.settings.upload_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / name
-        n = 1
-        while target.exists():
-            n += 1
-            target = folder / f"{Path(name).stem}-{n}{Path(name).suffix}"
-        with atomic_write(target, mode="wb") as fh:
-            fh.write(content)
-        new: ServedData = await run_in_threadpool(_data(request).with_file, target, collection)
-        request.app.state.data = new  # one reference swap: requests in flight keep the old data
+    lock: asyncio.Lock = request.app.state.upload_lock
+    if lock.locked():  # one upload at a time (each builds on the data the last one left): say so, do not queue
+        return _back("/admin/data", error="another upload is being processed; try again when it is done")
+    async with lock:
+        try:
+            name = _upload_name(file.filename or "")
+            done: Uploaded = await _off_loop(request.app.state.stopping, store_upload, file.file, name,
+                                             request.app.state.settings.upload_dir, _data(request),
+                                             request.app.state.stopping)
+        except DataError as e:
+            log.warning("%s: upload refused: %s", user.name, e)
+            return _back("/admin/data", error=str(e))
+        except Cancelled:
+            log.warning("%s: upload of %s stopped: the server is shutting down; nothing stored", user.name, file.filename)
+            return _back("/admin/data", error="the server is shutting down; the upload was not stored")
+        request.app.state.data = done.data  # one reference swap: requests in flight keep the old data
         request.app.state.sim_cache = {}
-    log.info("%s uploaded %s: now serving %d samples", user.name, target.name, len(new.items))
-    return _back("/admin/data", notice=f"added {target.name}: {sum(1 for _ in collection.samples())} samples")
+    log.info("%s uploaded %s: now serving %d samples", user.name, done.target.name, len(done.data.items))
+    merged = f", {done.merged} of them already served (their CoTs were added)" if done.merged else ""
+    return _back("/admin/data", notice=f"added {done.target.name}: {done.samples} samples{merged}, {done.new_cots} new CoTs")
 
 
 @admin.post("/admin/blind")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -81,6 +82,7 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
     app.state.data = data
     app.state.new_tokens = {}
     app.state.upload_lock = asyncio.Lock()  # one upload at a time: each builds on the data the last one left
+    app.state.stopping = threading.Event()  # set on SIGTERM/SIGINT (Server below): long work stops
     app.state.sessions = Sessions(db, secret)
     app.state.sim_cache = {}
     app.state.throttle = LoginThrottle()
@@ -147,3 +149,25 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
         return error(request, exc.status_code, str(exc.detail))
 
     return app
+
+
+def make_server(app: FastAPI, forwarded_allow_ips: str | None = None, **config: Any) -> Any:
+    """The uvicorn server of ``thoughtsource serve`` (tests start the same one).
+
+    Proxy headers (``X-Forwarded-For``/``-Proto``) are trusted only from the addresses in ``forwarded_allow_ips``
+    (``serve --forwarded-allow-ips``); without it the client address is the socket's peer, always.  (uvicorn's
+    default trusts them from 127.0.0.1, so any local process, or a proxy that passes the header through, could
+    choose its client address: 40 of 40 wrong passwords with a new address each reached the check.)  A shutdown
+    signal also sets ``app.state.stopping``, which long work (an upload's merge) watches, so the server stops
+    within seconds instead of waiting for it.
+    """
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            app.state.stopping.set()
+            super().handle_exit(sig, frame)
+
+    config.setdefault("log_level", "warning")
+    return Server(uvicorn.Config(app, proxy_headers=forwarded_allow_ips is not None,
+                                 forwarded_allow_ips=forwarded_allow_ips, **config))

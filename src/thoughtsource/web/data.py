@@ -10,6 +10,7 @@ import csv
 import json
 import logging
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,9 +168,11 @@ class ServedData:
         assert merged is not None
         return cls(merged, [f for f, _ in loaded], [(Path(f).name, c) for f, c in loaded])
 
-    def with_file(self, path: Path, collection: Collection) -> ServedData:
-        """A new ServedData serving one more file (the old one is not changed)."""
-        data = ServedData.from_collections([*zip(self.files, (c for _, c in self.sources), strict=True), (path, collection)])
+    def with_file(self, path: Path, collection: Collection, cancel: threading.Event | None = None) -> ServedData:
+        """A new ServedData serving one more file (the old one is not changed): the served collection merged with
+        ``collection`` (the same as merging every file again, in one linear merge).  ``cancel``: see ``Collection.merge``."""
+        data = ServedData(self.collection.merge(collection, cancel=cancel), [*self.files, path],
+                          [*self.sources, (Path(path).name, collection)])
         log.info("serving %d samples and %d generated CoTs from %d file(s)", len(data.items), data.total_cots, len(data.files))
         return data
 
