@@ -8,6 +8,7 @@ formats.  Each row: answer type, text, keyword arguments of ``extract``, expecte
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -345,3 +346,39 @@ def test_bad_arguments_raise() -> None:
         extract("1", "number", mode="loose")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="answer type"):
         extract("1", "date")
+
+
+def test_bare_answer_shortcut_agrees_with_the_full_rules_on_every_real_answer(shared_data: Path) -> None:
+    """The shortcut for bare outputs ("B.", ": No", "A) <choice A>.") returns what the full rules return, on every
+    answer of the ThoughtSource model runs and of the Kojima et al. logs, in both modes and from both sources."""
+    from thoughtsource.collection import Collection
+    from thoughtsource.datasets.cot_logs import log_to_samples, read_kojima_log_file
+
+    samples = []
+    for path in sorted((shared_data / "kojima_logs").glob("*_zero_shot_cot.log")):
+        samples.extend(log_to_samples(read_kojima_log_file(path)))
+    for path in sorted((shared_data / "thoughtsource_examples" / "model_runs").glob("*.json")):
+        samples.extend(x for _, _, x in Collection.load(path).samples())
+    checked = shortcut = 0
+    for x in samples:
+        for cot in x.generated_cot:
+            for a in cot.answers:
+                for text, source in ((a.answer, "extraction"), (cot.cot, "cot")):
+                    for mode in ("strict", "flexible"):
+                        fast = extract(text, x.type, mode=mode, choices=x.choices, source=source)  # type: ignore[arg-type]
+                        full = extract(text, x.type, mode=mode, choices=x.choices, source=source, shortcut=False)  # type: ignore[arg-type]
+                        assert fast == full, (text, x.type, x.choices, source, mode)
+                        checked += 1
+                        shortcut += source == "extraction" and fast.rule in ("mc:letter", "bool:word")
+    assert checked > 50_000 and shortcut > 10_000
+
+
+@pytest.mark.parametrize("text", ["B.", " (C)", "(b)", "F.", "A", "I.", ": No", "no", "TRUE.", "Nope", "No one.", "A) dog.",
+                                  "A) Dog", "B) dog", "A) dog or cat", "A) the answer is B", "A) dog. B) cat", "(A) dog",
+                                  "A) dog; really", " A)  dog ", "E) dog", "A)dog"])
+@pytest.mark.parametrize("answer_type", ["multiplechoice", "bool"])
+def test_bare_answer_shortcut_edge_cases(text: str, answer_type: str) -> None:
+    for choices in ([], ["dog", "cat", "cow", "emu"], ["yes", "no"], ["A", "B", "C", "D", "E", "F", "G", "H", "I"]):
+        for mode in ("strict", "flexible"):
+            assert extract(text, answer_type, mode=mode, choices=choices) == extract(  # type: ignore[arg-type]
+                text, answer_type, mode=mode, choices=choices, shortcut=False)  # type: ignore[arg-type]
