@@ -183,3 +183,79 @@ def test_uploads_are_validated_and_merged_before_anything_is_stored(small_server
         assert "added run.json: 2 samples, 1 of them already served (their CoTs were added), 2 new CoTs" in page
         assert _stored(app) == ["run.json"]
         assert [c.id for c in app.state.data.item("d", "test", "s1").sample.generated_cot] == ["c1", "other-model"]
+
+
+SERVE_SCRIPT = """
+import socket, sys
+from pathlib import Path
+from thoughtsource.collection import Collection
+from thoughtsource.web.app import ServeSettings, create_app, make_server
+from thoughtsource.web.auth import hash_password
+
+base, db, marker = (Path(a) for a in sys.argv[1:4])
+real = Collection.merge
+
+def watched(self, other, *, cancel=None):
+    if cancel is not None:  # the upload's merge: say so, and stay in it until the shutdown sets the event
+        marker.write_text("merging")
+        while not cancel.wait(0.05):
+            pass
+    return real(self, other, cancel=cancel)  # the real merge sees the event set and stops
+
+Collection.merge = watched
+app = create_app(ServeSettings(files=[base], db=db, secret_dir=db.parent))
+app.state.db.add_user("root", hash_password(sys.argv[4]), "admin")
+sock = socket.socket()
+sock.bind(("127.0.0.1", 0))
+print(sock.getsockname()[1], flush=True)
+make_server(app).run(sockets=[sock])
+"""
+
+
+def test_sigterm_stops_the_server_during_an_upload_merge_and_nothing_is_stored(tmp_path: Path) -> None:
+    """A long merge held the server past SIGTERM, and the file was already stored, so a restart merged it again."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    base_file = tmp_path / "base.json"
+    base_file.write_text(json.dumps({"d": {"test": [_sample("s1")]}}))
+    marker = tmp_path / "merging"
+    proc = subprocess.Popen([sys.executable, "-c", SERVE_SCRIPT, str(base_file), str(tmp_path / "a.sqlite"), str(marker),
+                             PASSWORD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline())
+        root, csrf = http_login(f"http://127.0.0.1:{port}", "root")
+        answer: list[object] = []
+
+        def send() -> None:
+            try:
+                r = root.post("/admin/upload", data={"csrf_token": csrf},
+                              files={"file": ("run.json", json.dumps({"d": {"test": [_sample("s2")]}}).encode())})
+                answer.append(r)
+            except httpx.HTTPError as e:
+                answer.append(e)
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        for _ in range(1200):  # bounded in count: the upload reaches its merge
+            if marker.exists() or proc.poll() is not None:
+                break
+            sender.join(0.1)
+        assert marker.exists(), proc.stderr.read() if proc.poll() is not None else "no merge started"
+        proc.send_signal(signal.SIGTERM)
+        # a generous bound on a loaded machine (the old server never returned); uvicorn re-raises the signal after its
+        # graceful shutdown, hence -SIGTERM
+        assert proc.wait(timeout=120) in (0, -signal.SIGTERM)
+        sender.join(120)
+        root.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    uploads = tmp_path / "uploads"
+    assert not uploads.exists() or [p.name for p in uploads.iterdir()] == []  # nothing stored, no temp folder left
+    [r] = answer  # the upload was answered before the server went: it was stopped, not killed
+    assert isinstance(r, httpx.Response) and r.status_code == 303, r
+    assert "shutting down" in proc.stderr.read()  # logged: "upload of run.json stopped: the server is shutting down"
