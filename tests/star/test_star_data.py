@@ -26,10 +26,11 @@ def test_pair_index_covers_the_space(digits: int) -> None:
 def test_default_pool_is_50000_uniform_and_disjoint_from_test_dev_exemplars() -> None:
     t = ArithmeticTask(1, 5, per_iteration=10_000)
     sizes = t.split_sizes()
-    assert sizes["test"] == {1: 36, 2: 100, 3: 100, 4: 100, 5: 100}  # 1 digit: only 100 pairs exist
-    assert sizes["dev"] == {1: 9, 2: 50, 3: 50, 4: 50, 5: 50}
+    # 1 digit: only 100 pairs exist, and twins of exemplars, test and dev problems are kept out of the rest
+    assert sizes["test"] == {1: 32, 2: 100, 3: 100, 4: 100, 5: 100}
+    assert sizes["dev"] == {1: 8, 2: 50, 3: 50, 4: 50, 5: 50}
     assert sizes["pool"][3] == sizes["pool"][4] == sizes["pool"][5] == 10_000
-    assert sizes["pool"][1] == 45 and sizes["pool"][2] == 8100 - 10 - 100 - 50  # what is left of the 2-digit pairs
+    assert sizes["pool"][1] == 21 and 8100 - 2 * (10 + 100 + 50) <= sizes["pool"][2] < 8100 - 10 - 100 - 50
     test, dev, pool = t.load("test", 0), t.load("dev", 0), t._split_parts()["pool"]
     ex = _pairs(t.exemplars(10))
     assert not _pairs(test) & _pairs(dev) and not _pairs(test) & _pairs(pool) and not _pairs(dev) & _pairs(pool)
@@ -44,8 +45,8 @@ def test_fresh_sample_each_iteration_never_test_or_dev() -> None:
     for s in samples:
         assert len(s) == 600 and not _pairs(s) & held_out
         assert len({p.id for p in s}) == len(s)
-        # one digit gives what it has (45 pairs); the rest is spread over 2 and 3 digits
-        assert {d: sum(p.meta["digits"] == d for p in s) for d in (1, 2, 3)} == {1: 45, 2: 278, 3: 277}
+        # one digit gives what it has (21 pairs); the rest is spread over 2 and 3 digits
+        assert {d: sum(p.meta["digits"] == d for p in s) for d in (1, 2, 3)} == {1: 21, 2: 290, 3: 289}
     assert _pairs(samples[0]) != _pairs(samples[1]) != _pairs(samples[2])
     assert len(_pairs(samples[0]) & _pairs(samples[1])) < 300  # mostly fresh problems
     assert [p.id for p in t.train_problems(2, 0)] == [p.id for p in samples[1]]  # resume draws the same sample
@@ -67,3 +68,61 @@ def test_bad_options_are_rejected() -> None:
         ArithmeticTask(1, 2, n_dev_per_digit=-1)
     with pytest.raises(ConfigError, match="'train', 'dev' and 'test'"):
         ArithmeticTask(1, 2).load("validation", 0)
+
+
+def _twins(problems) -> set[tuple[int, int]]:
+    return {(b, a) for a, b in _pairs(problems)}
+
+
+@pytest.mark.parametrize("scratchpad", ["paper", "compact"])
+def test_no_commuted_twin_of_a_test_dev_or_exemplar_problem_is_trained_on(scratchpad: str) -> None:
+    """a + b in test or dev: b + a is in no training pool (before: 18 of 36 one-digit test problems had theirs)."""
+    t = ArithmeticTask(1, 3, per_iteration=600, pool_size=3000, scratchpad=scratchpad)
+    held = _pairs(t.load("test", 0)) | _pairs(t.load("dev", 0)) | _pairs(t.exemplars(10))
+    pool = _pairs(t._split_parts()["pool"])
+    assert not pool & {(b, a) for a, b in held}
+    for n in (1, 2, 3):
+        assert not _twins(t.train_problems(n, seed=0)) & held
+    # the sets are as large as asked where the space allows
+    assert t.split_sizes()["test"][3] == 100 and t.split_sizes()["dev"][3] == 50
+
+
+def test_test_and_dev_do_not_depend_on_the_pool_size() -> None:
+    """A base model's data and the STaR runs' data come from tasks with the same test/dev whatever the pool."""
+    a, b = ArithmeticTask(1, 4, pool_size=1000), ArithmeticTask(1, 4, pool_size=40_000)
+    assert _pairs(a.load("test", 0)) == _pairs(b.load("test", 0)) and _pairs(a.load("dev", 0)) == _pairs(b.load("dev", 0))
+
+
+@pytest.mark.parametrize("digits", [10, 15, 20, 30])
+def test_any_digit_count(digits: int) -> None:
+    """10 digits and more raised OverflowError (random.sample over a range longer than sys.maxsize)."""
+    t = ArithmeticTask(digits, digits, n_test_per_digit=200, n_dev_per_digit=50, pool_size=500, scratchpad="compact")
+    test, dev, pool = t.load("test", 0), t.load("dev", 0), t._split_parts()["pool"]
+    assert (len(test), len(dev), len(pool)) == (200, 50, 500)
+    assert not _pairs(test) & _pairs(dev) and not (_pairs(test) | _pairs(dev)) & _pairs(pool)
+    for p in test[:20]:
+        a, b = p.meta["a"], p.meta["b"]
+        assert len(str(a)) == len(str(b)) == digits and int(p.answer) == a + b
+        assert t.is_correct(p, t.completion(p, p.rationale))
+        assert t.verify(p, t.completion(p, p.rationale)) is None
+    assert [p.id for p in t.load("test", 0)] == [p.id for p in ArithmeticTask(digits, digits, n_test_per_digit=200,
+                                                                               n_dev_per_digit=50, pool_size=500).load("test", 0)]
+
+
+def test_compact_scratchpad_format() -> None:
+    t = ArithmeticTask(3, 3, scratchpad="compact")
+    p = t.make_problem(624, 259, "x")
+    assert p.question == "624+259" and p.rationale == "<scratch>\n4+9+0=13\n2+5+1=8\n6+2+0=8\n</scratch>"
+    assert t.prompt(p, []) == "Input:\n624+259\nTarget:\n"  # zero-shot (fewshot_k: 0)
+    assert t.prompt(p, [], hint=True) == "Input:\n624+259\nTarget: 883\n"
+    assert t.completion(p, p.rationale).endswith("</scratch>\n883") and t.completion(p, None) == "883"
+    assert t.predicted_answer(p, t.completion(p, p.rationale)) == "883"
+    assert t.predicted_answer(p, "<scratch>\n</scratch>\n8 8 3") is None  # the paper's spaced answer is not this format's
+    assert t.is_correct(p, "883", direct=True)
+    q = t.make_problem(999, 999, "y")
+    assert q.rationale.splitlines()[1:4] == ["9+9+0=18", "9+9+1=19", "9+9+1=19"] and t.completion(q, None) == "1998"
+    long = ArithmeticTask(20, 20, scratchpad="compact").load("test", 0)[0]
+    assert len(t.completion(long, long.rationale)) < t.max_new_tokens(long)  # fits the generation budget
+    assert len(ArithmeticTask(20, 20).completion(long, None)) > 0
+    with pytest.raises(ConfigError, match="scratchpad"):
+        ArithmeticTask(1, 2, scratchpad="verbose")

@@ -11,7 +11,14 @@ import pytest
 
 from thoughtsource.star.tasks import Problem, Task, get_task
 from thoughtsource.star.tasks.arithmetic import ArithmeticTask, scratchpad
-from thoughtsource.star.verify import check_statements, verify_bool, verify_choice, verify_number, verify_scratchpad
+from thoughtsource.star.verify import (
+    check_statements,
+    verify_bool,
+    verify_choice,
+    verify_compact_scratchpad,
+    verify_number,
+    verify_scratchpad,
+)
 
 
 @pytest.fixture(scope="module")
@@ -329,3 +336,35 @@ def test_training_record_with_fewshot_exemplars() -> None:
     assert few.completion == bare.completion and few.rationalized
     direct = t.training_record(p, None, exemplars=ex)
     assert direct.prompt == t.prompt(p, ex, direct=True) and "<scratch>" not in direct.prompt + direct.completion
+
+
+COMPACT = "<scratch>\n4+9+0=13\n2+5+1=8\n6+2+0=8\n</scratch>\n883"
+
+
+def test_compact_scratchpad_passes_when_every_line_is_right() -> None:
+    assert verify_compact_scratchpad(COMPACT, 624, 259) is None
+    assert verify_compact_scratchpad("<scratch>\n9+9+0=18\n</scratch>\n18", 9, 9) is None
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    (COMPACT.replace("2+5+1=8", "2+5+0=7"), "line 2: 2+5+0, should be 2+5+1"),  # carry dropped
+    (COMPACT.replace("4+9+0=13", "4+9+0=14"), "line 1: total 14, should be 13"),  # wrong total
+    (COMPACT.replace("6+2+0=8\n", ""), "2 lines, a 3-digit sum needs 3"),  # a step missing
+    (COMPACT.replace("2+5+1=8", "5+2+1=8"), "line 2: 5+2+1, should be 2+5+1"),  # operands swapped
+    (COMPACT.replace("883", "884"), "answer 884 is not"),
+    (COMPACT + "\n1", "text after the answer line"),
+    (COMPACT.replace("</scratch>", "</scr>"), "no </scratch> line"),
+    (COMPACT.replace("4+9+0=13", "4 + 9 + 0 = 13"), "is not 'x+y+c=t'"),
+])
+def test_compact_scratchpad_rejects_a_wrong_line(text: str, reason: str) -> None:
+    got = verify_compact_scratchpad(text, 624, 259)
+    assert got is not None and reason in got
+
+
+def test_compact_task_verify_uses_the_compact_check() -> None:
+    from thoughtsource.star.tasks.arithmetic import ArithmeticTask
+
+    t = ArithmeticTask(3, 3, scratchpad="compact")
+    p = t.make_problem(624, 259, "x")
+    assert t.verify(p, COMPACT) is None
+    assert t.is_correct(p, COMPACT.replace("2+5+1=8", "2+5+0=7")) and t.verify(p, COMPACT.replace("2+5+1=8", "2+5+0=7"))

@@ -1,4 +1,5 @@
-"""``thoughtsource star run``: the STaR loop (``--seeds``: repeated and aggregated);
+"""``thoughtsource star base``: a small model built and trained from scratch on easy arithmetic (a STaR base);
+``thoughtsource star run``: the STaR loop (``--seeds``: repeated and aggregated);
 ``thoughtsource star compare``: several runs side by side (table, significance tests, plot);
 ``thoughtsource star report``: the same comparison as Markdown tables for the docs.
 
@@ -252,6 +253,44 @@ def _print_summary(summary: dict[str, Any]) -> None:
                                 str(m.get("steps") or "")])
     runs = {"run" if "seeds" not in summary else f"{len(summary['seeds'])} seeds": summary}
     _print_tables([t for t in [funnel, *report.tables(runs)] if t.rows])
+
+
+@star_app.command("base")
+def base(
+    out: Path = typer.Option(..., "--out", help="The model folder to write (config.json, model.safetensors, tokenizer, thoughtsource_base.json)."),
+    config: Path | None = typer.Option(None, "--config", help="YAML recipe (configs/star/base/*.yaml): task_options, architecture, data, training, seed."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the initial weights, the data and the training (overrides the config's)."),
+    steps: int | None = typer.Option(None, "--steps", help="Training steps (overrides the config's)."),
+    threads: int | None = typer.Option(None, "--threads", help="torch CPU threads (1 when several builds run side by side)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted build (OUT.work/), or keep a finished one."),
+    as_json: bool = typer.Option(False, "--json", help="Print thoughtsource_base.json on stdout (progress and logs stay on stderr)."),
+) -> None:
+    """Build a LLaMA-shaped model with a character tokenizer and train it on gold scratchpads of easy problems.
+
+    The folder it writes is an ordinary Hugging Face model: ``--model FOLDER`` takes it in ``star run``,
+    ``generate`` and ``serve-model``.  Its accuracy per digit count (dev set) is printed and kept in
+    ``thoughtsource_base.json``.
+    """
+    from ..star.base import BaseConfig, build_base
+
+    data: dict[str, Any] = BaseConfig.from_file(config).model_dump(mode="json") if config else {}
+    if seed is not None:
+        data["seed"] = seed
+    if steps is not None:
+        data.setdefault("training", {})["steps"] = steps
+    cfg = BaseConfig.from_dict(data, path=str(config) if config else None)
+    with _results_to_stdout(as_json):
+        info = build_base(cfg, out, resume=resume, threads=threads)
+    console.print(f"wrote the base model to {out} ({info['parameters']:,} parameters)")
+    if as_json:
+        _print_json(info)
+        return
+    from ..star import report
+
+    table = report.Table(f"base model {out.name}: dev accuracy per digit count (k = {info['k']})", ["digits", "correct", "accuracy"], [])
+    for group, (k, n) in info["dev_correct_by_group"].items():
+        table.rows.append([group, f"{k}/{n}", f"{k / n:.1%}" if n else "-"])
+    _print_tables([table])
 
 
 @star_app.command("compare")

@@ -149,6 +149,8 @@ class StarConfig(_Strict):
     batch_size: int = Field(8, ge=1, description="training batch size per device")
     gradient_accumulation_steps: int = Field(1, ge=1)
     lr: float = Field(1e-5, gt=0)
+    lr_scheduler: Literal["constant_with_warmup", "cosine", "linear"] = Field(
+        "constant_with_warmup", description="after the warm-up: constant (the paper), or decaying to 0 at the last step")
     weight_decay: float = Field(0.0, ge=0)
     max_seq_len: int = Field(1024, ge=16)
     bf16: bool = Field(False, description="bf16 training (GPU)")

@@ -224,7 +224,7 @@ def train(
         learning_rate=cfg.lr,
         weight_decay=cfg.weight_decay,
         warmup_steps=cfg.steps.warmup_steps,
-        lr_scheduler_type="constant_with_warmup",
+        lr_scheduler_type=cfg.lr_scheduler,
         dataloader_drop_last=False,
         save_strategy="steps" if saving else "no",
         save_steps=cfg.checkpoint_every if saving else 500,  # 500: the Trainer's default, unused without saving

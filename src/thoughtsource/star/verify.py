@@ -8,6 +8,8 @@ calls them on thousands of rationales.
 
 :func:`verify_scratchpad`
     arithmetic (the scratchpad of the paper's Figure 3): well formed and every line recomputed.
+:func:`verify_compact_scratchpad`
+    arithmetic (the compact format, one ``x+y+c=t`` line per digit position): every line recomputed.
 :func:`verify_number`
     number tasks (GSM8K): every arithmetic statement evaluates correctly, the final answer is gold.
 :func:`verify_choice`
@@ -30,6 +32,7 @@ __all__ = [
     "check_statements",
     "verify_bool",
     "verify_choice",
+    "verify_compact_scratchpad",
     "verify_no_hint",
     "verify_number",
     "verify_scratchpad",
@@ -134,6 +137,50 @@ def verify_scratchpad(text: str, a: int, b: int) -> str | None:
         return f"answer {answer} differs from the scratchpad's result {int(f'{carry}{acc}')}"
     if answer != a + b:
         return f"answer {answer} is not {a} + {b} = {a + b}"
+    return None
+
+
+_COMPACT_STEP = re.compile(r"^(\d)\+(\d)\+(\d)=(\d{1,2})$")
+_COMPACT_ANSWER = re.compile(r"^\d+$")
+
+
+def verify_compact_scratchpad(text: str, a: int, b: int) -> str | None:
+    """Check a generated compact scratchpad for ``a + b`` line by line (None: it passes).
+
+    Rules: the text opens with ``<scratch>``; then exactly one line per digit position of the wider
+    operand, right to left, each ``x+y+c=t`` where x and y are that position's digits (0 past a
+    shorter operand's end), c is the carry out of the line before (0 on the first line) and t = x + y
+    + c; then ``</scratch>``; then exactly one line, the unspaced answer, equal to a + b.
+    """
+    lines = [ln.strip() for ln in text.strip().splitlines()]
+    if not lines or lines[0] != _OPEN:
+        return "does not open with <scratch>"
+    if _CLOSE not in lines:
+        return "no </scratch> line"
+    end = lines.index(_CLOSE)
+    body, tail = lines[1:end], lines[end + 1 :]
+    width = max(len(str(a)), len(str(b)))
+    if len(body) != width:
+        return f"scratchpad has {len(body)} lines, a {width}-digit sum needs {width}"
+    da, db = str(a).zfill(width), str(b).zfill(width)
+    carry = 0
+    for k, line in enumerate(body, start=1):
+        m = _COMPACT_STEP.match(line)
+        if not m:
+            return f"scratchpad line {k} {line!r} is not 'x+y+c=t'"
+        x, y, c, t = (int(g) for g in m.groups())
+        want = (int(da[width - k]), int(db[width - k]), carry)
+        if (x, y, c) != want:
+            return f"scratchpad line {k}: {x}+{y}+{c}, should be {want[0]}+{want[1]}+{want[2]}"
+        if t != x + y + c:
+            return f"scratchpad line {k}: total {t}, should be {x + y + c}"
+        carry = t // 10
+    if not tail or not _COMPACT_ANSWER.match(tail[0]):
+        return "no answer line after </scratch>"
+    if len(tail) > 1:
+        return "text after the answer line"
+    if int(tail[0]) != a + b:
+        return f"answer {tail[0]} is not {a} + {b} = {a + b}"
     return None
 
 

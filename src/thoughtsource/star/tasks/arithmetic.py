@@ -19,7 +19,26 @@ pair to add, the digits of the sum so far and the carry; the last line prepends 
 Rationalization puts the answer after ``Target`` (``Target: 8 8 3``), as the paper describes.
 
 Data (see :class:`ArithmeticTask`): fixed exemplars, test and dev sets, and a training pool from
-which each iteration draws a fresh sample (the paper: 10,000 of 50,000), all disjoint.
+which each iteration draws a fresh sample (the paper: 10,000 of 50,000), all disjoint, and free of
+commuted twins: when ``a + b`` is an exemplar, a test or a dev problem, ``b + a`` is in no other part.
+
+``scratchpad="compact"`` is a shorter format for small models trained from scratch (``thoughtsource
+star base``): the operands unspaced, one line per digit position from the right, each the digit pair,
+the carry in and their total (whose last digit is the sum digit and whose tens digit the next carry)::
+
+    Input:
+    624+259
+    Target:
+    <scratch>
+    4+9+0=13
+    2+5+1=8
+    6+2+0=8
+    </scratch>
+    883
+
+Its length grows linearly with the digit count (the paper's grows quadratically); rationalization
+puts the answer after ``Target`` the same way (``Target: 883``), and the verified filter checks it
+line by line (:func:`thoughtsource.star.verify.verify_compact_scratchpad`).
 """
 
 from __future__ import annotations
@@ -27,13 +46,17 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from ...errors import ConfigError
 from .base import Problem, Task
 
 _SCRATCH_END = "</scratch>"
 _DIGITS_LINE = re.compile(r"^\s*(\d(?:\s+\d)*)\s*$")
+_COMPACT_ANSWER = re.compile(r"^\s*(\d+)\s*$")
+
+Scratchpad = Literal["paper", "compact"]
+SCRATCHPADS: tuple[str, ...] = ("paper", "compact")
 
 
 def spaced(n: int | str) -> str:
@@ -58,6 +81,24 @@ def scratchpad(a: int, b: int) -> str:
     return "<scratch>\n" + "\n".join(lines) + "\n</scratch>"
 
 
+def compact_steps(a: int, b: int) -> list[str]:
+    """The compact scratchpad's lines for a + b: ``x+y+c=t`` per digit position, right to left."""
+    da, db = str(a), str(b)
+    width = max(len(da), len(db))
+    da, db = da.zfill(width), db.zfill(width)
+    steps, carry = [], 0
+    for i in range(width - 1, -1, -1):
+        total = int(da[i]) + int(db[i]) + carry
+        steps.append(f"{da[i]}+{db[i]}+{carry}={total}")
+        carry = total // 10
+    return steps
+
+
+def compact_scratchpad(a: int, b: int) -> str:
+    """The compact scratchpad text (``<scratch>`` … ``</scratch>``) for a + b."""
+    return "<scratch>\n" + "\n".join(compact_steps(a, b)) + "\n</scratch>"
+
+
 @dataclass
 class _Options:
     min_digits: int = 1
@@ -69,6 +110,12 @@ class _Options:
     per_iteration: int | None = None
     split_seed: int = 0
     exemplar_seed: int = 1234
+    scratchpad: Scratchpad = "paper"
+
+
+#: above this many pairs, indices are drawn one by one (``random.sample`` needs ``len(range)``, which
+#: overflows from 10 digits on: (9 * 10**9) ** 2 > sys.maxsize)
+_SAMPLE_WHOLE_RANGE = 2**62
 
 
 def pair_space(digits: int) -> int:
@@ -83,6 +130,22 @@ def pair_at(digits: int, index: int) -> tuple[int, int]:
     lo, width = 10 ** (digits - 1), 9 * 10 ** (digits - 1)
     a, b = divmod(index, width)
     return lo + a, lo + b
+
+
+def sample_indices(rng: random.Random, space: int, n: int) -> list[int]:
+    """n distinct indices of ``range(space)``, uniformly, for any size of space (seeded by ``rng``)."""
+    n = min(n, space)
+    if space <= _SAMPLE_WHOLE_RANGE:
+        return rng.sample(range(space), n)
+    seen: dict[int, None] = {}
+    while len(seen) < n:  # collisions are astronomically rare in such a space
+        seen.setdefault(rng.randrange(space), None)
+    return list(seen)
+
+
+def with_twins(pairs: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The pairs and their commuted twins (b, a)."""
+    return pairs | {(b, a) for a, b in pairs}
 
 
 class ArithmeticTask(Task):
@@ -100,7 +163,13 @@ class ArithmeticTask(Task):
 
     There are only 100 one-digit pairs: when a digit count's space is too small, test, dev and pool
     share what is left after the exemplars (40 % / 10 % / 50 %), so one-digit test sets are smaller
-    than asked (36 problems with 10 exemplars); ``split_sizes()`` reports the real sizes.
+    than asked; ``split_sizes()`` reports the real sizes.
+
+    No part holds the commuted twin of another part's problem: ``b + a`` of a test, dev or exemplar
+    problem ``a + b`` is in no other part (a model could learn it from its twin).  Any digit count
+    works (20 digits and beyond: indices are drawn without materialising the pair space).
+
+    ``scratchpad``: ``paper`` (Figure 3) or ``compact`` (see the module docstring).
     """
 
     name: ClassVar[str] = "arithmetic"
@@ -108,15 +177,17 @@ class ArithmeticTask(Task):
 
     def __init__(self, min_digits: int = 1, max_digits: int = 5, n_train: int = 1000, n_test_per_digit: int = 100,
                  n_dev_per_digit: int = 50, pool_size: int = 50_000, per_iteration: int | None = None,
-                 split_seed: int = 0, exemplar_seed: int = 1234) -> None:
+                 split_seed: int = 0, exemplar_seed: int = 1234, scratchpad: Scratchpad = "paper") -> None:
         if not 1 <= min_digits <= max_digits:
             raise ConfigError(f"arithmetic: need 1 <= min_digits <= max_digits, got {min_digits}..{max_digits}")
         if min(n_train, n_test_per_digit, n_dev_per_digit, pool_size) < 0:
             raise ConfigError("arithmetic: n_train, n_test_per_digit, n_dev_per_digit and pool_size must be >= 0")
         if per_iteration is not None and per_iteration < 1:
             raise ConfigError(f"arithmetic: per_iteration must be >= 1, got {per_iteration}")
+        if scratchpad not in SCRATCHPADS:
+            raise ConfigError(f"arithmetic: scratchpad is one of {', '.join(SCRATCHPADS)}, not {scratchpad!r}")
         self.o = _Options(min_digits, max_digits, n_train, n_test_per_digit, n_dev_per_digit, pool_size, per_iteration,
-                          split_seed, exemplar_seed)
+                          split_seed, exemplar_seed, scratchpad)
         self._exemplar_pool: dict[int, list[Problem]] = {}
         self._parts: dict[str, list[Problem]] | None = None
 
@@ -125,24 +196,30 @@ class ArithmeticTask(Task):
         return range(self.o.min_digits, self.o.max_digits + 1)
 
     # ------------------------------------------------------------------ problems
-    @staticmethod
-    def make_problem(a: int, b: int, pid: str) -> Problem:
+    @property
+    def compact(self) -> bool:
+        return self.o.scratchpad == "compact"
+
+    def make_problem(self, a: int, b: int, pid: str) -> Problem:
         digits = max(len(str(a)), len(str(b)))
-        return Problem(id=pid, question=f"{spaced(a)} + {spaced(b)}", answer=str(a + b), type="number",
-                       rationale=scratchpad(a, b), meta={"digits": digits, "a": a, "b": b})
+        if self.compact:
+            question, rationale = f"{a}+{b}", compact_scratchpad(a, b)
+        else:
+            question, rationale = f"{spaced(a)} + {spaced(b)}", scratchpad(a, b)
+        return Problem(id=pid, question=question, answer=str(a + b), type="number",
+                       rationale=rationale, meta={"digits": digits, "a": a, "b": b})
 
     @staticmethod
     def _draw(rng: random.Random, digits: int, n: int, exclude: set[tuple[int, int]]) -> list[tuple[int, int]]:
         """Up to n distinct pairs not in ``exclude``, uniformly (sampling indices without replacement)."""
-        space = pair_space(digits)
-        picked = (pair_at(digits, i) for i in rng.sample(range(space), min(space, n + len(exclude))))
+        picked = (pair_at(digits, i) for i in sample_indices(rng, pair_space(digits), n + len(exclude)))
         return [pair for pair in picked if pair not in exclude][:n]
 
     def _quota(self, digits: int) -> tuple[int, int, int]:
         """(test, dev, pool) sizes for one digit count, shrunk to fit a small pair space."""
         pool = self.o.pool_size // len(self.digit_range) + (1 if digits - self.o.min_digits < self.o.pool_size % len(self.digit_range) else 0)
         test, dev = self.o.n_test_per_digit, self.o.n_dev_per_digit
-        free = pair_space(digits) - len(self._exemplars_for(digits))
+        free = pair_space(digits) - len(with_twins({(p.meta["a"], p.meta["b"]) for p in self._exemplars_for(digits)}))
         if test + dev + pool > free:
             test, dev = min(test, int(free * 0.4)), min(dev, int(free * 0.1))
             pool = min(pool, free - test - dev)
@@ -154,14 +231,22 @@ class ArithmeticTask(Task):
             return self._parts
         parts: dict[str, list[Problem]] = {"test": [], "dev": [], "pool": []}
         for d in self.digit_range:
-            exemplars = {(p.meta["a"], p.meta["b"]) for p in self._exemplars_for(d)}
+            held = with_twins({(p.meta["a"], p.meta["b"]) for p in self._exemplars_for(d)})
             n_test, n_dev, n_pool = self._quota(d)
+            # test and dev first (their own seed: the same sets whatever the pool size), then the pool
+            # without them and without their commuted twins
             rng = random.Random(f"arithmetic-split-{self.o.split_seed}-{d}")
-            pairs = self._draw(rng, d, n_test + n_dev + n_pool, exemplars)
-            for name, lo, hi in (("test", 0, n_test), ("dev", n_test, n_test + n_dev), ("pool", n_test + n_dev, len(pairs))):
-                parts[name] += [self.make_problem(a, b, f"arith-{name}-{d}d-{j}") for j, (a, b) in enumerate(pairs[lo:hi])]
+            held_out = self._draw(rng, d, n_test + n_dev, held)
+            held |= with_twins(set(held_out))
+            pool = self._draw(random.Random(f"arithmetic-pool-{self.o.split_seed}-{d}"), d, n_pool, held)
+            for name, pairs in (("test", held_out[:n_test]), ("dev", held_out[n_test:]), ("pool", pool)):
+                parts[name] += [self.make_problem(a, b, f"arith-{name}-{d}d-{j}") for j, (a, b) in enumerate(pairs)]
         self._parts = parts
         return parts
+
+    def pool(self, digits: int) -> list[Problem]:
+        """The training pool's ``digits``-digit problems (never a test, dev or exemplar problem, nor its twin)."""
+        return [p for p in self._split_parts()["pool"] if p.meta["digits"] == digits]
 
     def split_sizes(self) -> dict[str, dict[int, int]]:
         """Problems per split and digit count (after shrinking small digit counts)."""
@@ -210,7 +295,7 @@ class ArithmeticTask(Task):
 
     # ------------------------------------------------------------------ text
     def hint(self, problem: Problem) -> str:
-        return spaced(problem.answer)
+        return problem.answer if self.compact else spaced(problem.answer)
 
     def _block(self, p: Problem, *, hint: bool, direct: bool) -> str:
         target = f"Target: {self.hint(p)}" if hint else "Target:"
@@ -225,8 +310,8 @@ class ArithmeticTask(Task):
 
     def completion(self, problem: Problem, rationale: str | None) -> str:
         if rationale is None:
-            return spaced(problem.answer)
-        return f"{rationale.strip()}\n{spaced(problem.answer)}"
+            return self.hint(problem)
+        return f"{rationale.strip()}\n{self.hint(problem)}"
 
     def predicted_answer(self, problem: Problem, text: str, *, direct: bool = False) -> str | None:
         """Strict: the first line after ``</scratch>`` must be the spaced digits (direct: the first line)."""
@@ -237,7 +322,7 @@ class ArithmeticTask(Task):
                 return None
             tail = text.split(_SCRATCH_END, 1)[1]
         for line in tail.strip().splitlines()[:1]:
-            m = _DIGITS_LINE.match(line)
+            m = (_COMPACT_ANSWER if self.compact else _DIGITS_LINE).match(line)
             if m:
                 return str(int(m.group(1).replace(" ", "")))
         return None
@@ -248,13 +333,17 @@ class ArithmeticTask(Task):
 
     def max_new_tokens(self, problem: Problem, *, direct: bool = False) -> int:
         n = int(problem.meta.get("digits", self.o.max_digits))
+        if self.compact:  # n + 1 digits; <scratch>, n lines of at most 9 characters, </scratch>, the answer
+            return n + 4 if direct else 10 * n + n + 30
         return 2 * n + 4 if direct else (2 * n + 6) * (n + 3) + 2 * n + 10
 
     def groups(self, problem: Problem) -> str | None:
         return f"{problem.meta['digits']}-digit"
 
     def verify(self, problem: Problem, text: str, *, rationalized: bool = False) -> str | None:
-        """Every scratchpad line recomputed (:func:`thoughtsource.star.verify.verify_scratchpad`)."""
-        from ..verify import verify_scratchpad
+        """Every scratchpad line recomputed (:func:`thoughtsource.star.verify.verify_scratchpad`, or
+        :func:`~thoughtsource.star.verify.verify_compact_scratchpad` for the compact format)."""
+        from ..verify import verify_compact_scratchpad, verify_scratchpad
 
-        return verify_scratchpad(text, int(problem.meta["a"]), int(problem.meta["b"]))
+        check = verify_compact_scratchpad if self.compact else verify_scratchpad
+        return check(text, int(problem.meta["a"]), int(problem.meta["b"]))
