@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -259,3 +260,66 @@ def test_sigterm_stops_the_server_during_an_upload_merge_and_nothing_is_stored(t
     [r] = answer  # the upload was answered before the server went: it was stopped, not killed
     assert isinstance(r, httpx.Response) and r.status_code == 303, r
     assert "shutting down" in proc.stderr.read()  # logged: "upload of run.json stopped: the server is shutting down"
+
+
+# --------------------------------------------------------------------------- 3. request bodies are bounded
+def _raw(base: str, head: str, chunks: list[bytes] = (), chunked: bool = False) -> tuple[int, int]:
+    """Send a request's head, then body chunks while the server has not answered; returns (status, bytes sent).
+    A server that waits for a body it will refuse never answers: the socket timeout ends the test."""
+    import select
+
+    host, port = base.removeprefix("http://").split(":")
+    sent = 0
+    with socket.create_connection((host, int(port)), timeout=60) as s:
+        s.sendall(head.encode())
+        for chunk in chunks:
+            if select.select([s], [], [], 0.05)[0]:
+                break  # answered: stop sending
+            try:
+                s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += len(chunk)
+        try:
+            status = s.recv(4096).split(b" ", 2)[1]
+        except ConnectionResetError:  # closed with unread body bytes before we read the answer
+            return -1, sent
+        return int(status), sent
+
+
+def _head(method: str, path: str, headers: dict[str, str]) -> str:
+    return f"{method} {path} HTTP/1.1\r\nHost: x\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+
+
+def test_an_anonymous_body_is_refused_from_its_headers(annotator_server) -> None:
+    """One anonymous 200 MiB PUT /api/annotation added ~570 MiB to the server before its 401: now the 401 comes
+    without one byte of the body being sent (the old server waited for it)."""
+    _, base = annotator_server
+    for path in ("/api/annotation", "/admin/upload", "/adjudicate"):
+        head = _head("PUT" if path.startswith("/api") else "POST", path,
+                     {"Content-Type": "application/json", "Content-Length": str(200 * 2**20), "X-CSRF-Token": "x"})
+        assert _raw(base, head) == (401, 0), path
+    # the log-in form is the one anonymous body, and a small one
+    head = _head("POST", "/login", {"Content-Type": "application/x-www-form-urlencoded", "Content-Length": str(2**20)})
+    assert _raw(base, head) == (413, 0)
+
+
+def test_bodies_are_capped_per_route_declared_or_streamed(annotator_server) -> None:
+    _, base = annotator_server
+    alice, csrf = http_login(base, "alice")
+    cookie = "; ".join(f"{k}={v}" for k, v in alice.cookies.items())
+    alice.close()
+    auth = {"Cookie": cookie, "X-CSRF-Token": csrf, "Content-Type": "application/json"}
+    # declared: refused before the body is sent; an annotator's upload limit is not an admin's 512 MiB
+    for path, size in (("/api/annotation", 2**20), ("/api/steps", 2**20), ("/admin/upload", 2**20)):
+        method = "PUT" if path.startswith("/api") else "POST"
+        assert _raw(base, _head(method, path, {**auth, "Content-Length": str(size)})) == (413, 0), path
+    # streamed without a length: counted as it arrives, refused past the limit (256 KiB here), never read to the end
+    chunks = [b"x" * 65536] * 64  # 4 MiB; the old server read all of it, then answered 422 (not JSON)
+    status, sent = _raw(base, _head("PUT", "/api/annotation", {**auth, "Transfer-Encoding": "chunked"}), chunks, True)
+    assert status in (413, -1) and sent < 4 * 2**20, (status, sent)
+    # a normal save still works
+    it_ok = httpx.put(f"{base}/api/annotation", headers={"Cookie": cookie, "X-CSRF-Token": csrf},
+                      json={"dataset": "x", "split": "y", "sample_id": "z", "cot_id": "c", "key": "Too verbose",
+                            "value": True})
+    assert it_ok.status_code == 404  # past the limits and the CSRF check: an unknown sample

@@ -33,6 +33,7 @@ from . import agreement as agreement_mod
 from . import auth
 from .data import ServedData, sample_done
 from .db import ROLES, STEP_KEY, STEP_VALUES, CotRef
+from .limits import MAX_UPLOAD_BYTES
 from .routes import CurrentUser, _data, _db, _render, check_csrf, sample_path
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,6 @@ log = logging.getLogger(__name__)
 admin = APIRouter(dependencies=[Depends(check_csrf)])
 
 UPLOAD_SUFFIXES = (".json", ".jsonl", ".parquet")
-MAX_UPLOAD_BYTES = 512 * 1024 * 1024
 
 
 def _back(url: str, notice: str = "", error: str = "") -> Response:

@@ -21,12 +21,14 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
 from .. import paths
 from ..errors import DataError, ThoughtSourceError
-from .auth import Forbidden, LoginThrottle, NotAuthenticated, Sessions, bearer, load_or_create_secret
+from .auth import SESSION_COOKIE, Forbidden, LoginThrottle, NotAuthenticated, Sessions, bearer, load_or_create_secret
 from .data import NotFound, ServedData
-from .db import AnnotationDB
+from .db import AnnotationDB, User
+from .limits import BodyLimits, BodyTooLarge
 from .similarity import DEFAULT_THRESHOLD
 
 log = logging.getLogger(__name__)
@@ -99,6 +101,23 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
     app.include_router(routes.api)
     app.include_router(admin.admin)
 
+    def wants_json(request: Request) -> bool:
+        return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
+
+    def error(request: Request, status: int, detail: str) -> Response:
+        if wants_json(request):
+            return JSONResponse({"detail": detail}, status_code=status)
+        return templates.TemplateResponse(request, "error.html", {"status": status, "detail": detail, "user": None},
+                                          status_code=status)
+
+    async def session_user(request: Request) -> User | None:
+        sessions: Sessions = app.state.sessions
+        token = sessions.token(request.cookies.get(SESSION_COOKIE))
+        return await run_in_threadpool(sessions.user, token) if token else None
+
+    # added before security_headers, so inside it: its refusals carry the security headers too
+    app.add_middleware(BodyLimits, session_user=session_user, error=error)
+
     @app.middleware("http")
     async def security_headers(request: Request, call_next: Any) -> Response:
         response = await call_next(request)
@@ -108,15 +127,6 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
         response.headers["Referrer-Policy"] = "same-origin"
         response.headers.setdefault("Cache-Control", "no-store")
         return response
-
-    def wants_json(request: Request) -> bool:
-        return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
-
-    def error(request: Request, status: int, detail: str) -> Response:
-        if wants_json(request):
-            return JSONResponse({"detail": detail}, status_code=status)
-        return templates.TemplateResponse(request, "error.html", {"status": status, "detail": detail, "user": None},
-                                          status_code=status)
 
     @app.exception_handler(NotAuthenticated)
     async def _unauth(request: Request, exc: NotAuthenticated) -> Response:
@@ -146,7 +156,10 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        return error(request, exc.status_code, str(exc.detail))
+        response = error(request, exc.status_code, str(exc.detail))
+        if isinstance(exc, BodyTooLarge):
+            response.headers["Connection"] = "close"  # do not read the rest of the body
+        return response
 
     return app
 

@@ -50,6 +50,7 @@ TOKEN_PREFIX = "tsk_"
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"
 SESSION_DAYS = 7
+SESSION_ENDED = "your session has ended; log in again"
 # argon2 verifications at once: at most half the cores (1 on a 2-core machine), so hashing never takes
 # every core from the request workers; at most 4 (64 MiB each).
 VERIFY_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2) // 2))

@@ -59,7 +59,7 @@ async def check_csrf(request: Request) -> None:
     sessions.check_csrf(token, sent)
 
 
-SESSION_ENDED = "your session has ended; log in again"
+SESSION_ENDED = auth.SESSION_ENDED
 
 
 def current_user(request: Request) -> User:
