@@ -10,6 +10,10 @@ import socket
 
 from .errors import ThoughtSourceError
 
+#: The port ``serve-model`` listens on by default, and so the port the ``openai`` backend asks by default
+#: (8000 is the annotator's, ``thoughtsource serve``).
+MODEL_SERVER_PORT = 8001
+
 
 def bind(host: str, port: int) -> socket.socket:
     """A socket bound to ``host:port`` (``port`` 0: a free one), ready for ``uvicorn.Server.run(sockets=[...])``."""

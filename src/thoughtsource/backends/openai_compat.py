@@ -42,6 +42,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ..errors import BackendError, ConfigError
+from ..listen import MODEL_SERVER_PORT
 from .base import Completion, Request
 from .counters import Counters, loop_state, request_seed
 
@@ -57,8 +58,9 @@ class OpenAIOptions(BaseModel):
 
     model: str = Field(description="Model name as the server knows it.")
     base_url: list[str] = Field(
-        default_factory=lambda: ["http://127.0.0.1:8000/v1"],
-        description="One or more server URLs; a URL without a path gets '/v1'. Load is spread over all of them.",
+        default_factory=lambda: [f"http://127.0.0.1:{MODEL_SERVER_PORT}/v1"],
+        description="One or more server URLs; a URL without a path gets '/v1'. Load is spread over all of them "
+        "(default: serve-model's default address).",
     )
     api_key: SecretStr | None = Field(default=None, description="API key; by default read from $api_key_env.")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the API key.")

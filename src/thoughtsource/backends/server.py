@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import BackendError, ThoughtSourceError
-from ..listen import bind
+from ..listen import MODEL_SERVER_PORT, bind
 from .base import Backend, Completion, Request
 
 log = logging.getLogger(__name__)
@@ -196,19 +196,36 @@ def make_backend(model: str = "embedded", **options: Any) -> Backend:
     return TransformersBackend(model=model, **options)
 
 
+def load_backend(backend: Backend) -> None:
+    """Load the backend's model now if it loads lazily (``load()``), so that a server is ready when it says so."""
+    load = getattr(backend, "load", None)
+    if callable(load):
+        load()
+
+
 def serve(
     backend: Backend,
     served_model_name: str,
     host: str = "127.0.0.1",
-    port: int = 8001,
+    port: int = MODEL_SERVER_PORT,
     default_max_tokens: int = 256,
     log_level: str = "info",
 ) -> None:
-    """Serve in the foreground until interrupted."""
+    """Serve in the foreground until interrupted.
+
+    The port is bound first (a port in use is an error before anything loads), then the model is loaded
+    (a model that cannot load is an error at start, not a 500 on every request, and the first request does
+    not wait for it), and only then is the server reported ready.
+    """
     import uvicorn
 
     sock = bind(host, port)
-    log.info("serving %s at http://%s:%d/v1", served_model_name, host, sock.getsockname()[1])
+    try:
+        load_backend(backend)
+    except BaseException:
+        sock.close()
+        raise
+    log.info("serving %s at http://%s:%d/v1 (model loaded)", served_model_name, host, sock.getsockname()[1])
     app = create_app(backend, served_model_name, default_max_tokens)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
     server.run(sockets=[sock])
@@ -223,6 +240,11 @@ def run_model_server(
 
     backend = backend if backend is not None else make_backend()
     sock = bind(host, port)
+    try:
+        load_backend(backend)
+    except BaseException:
+        sock.close()
+        raise
     server = uvicorn.Server(uvicorn.Config(create_app(backend, served_model_name), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="model-server", daemon=True)
     thread.start()

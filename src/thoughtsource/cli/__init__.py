@@ -51,8 +51,21 @@ COMMAND_MODULES = [
 _state = {"debug": False}
 
 
+def _version(value: bool) -> None:
+    if value:
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("thoughtsource")
+        except importlib.metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+            version = "unknown"
+        typer.echo(f"thoughtsource {version}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
     verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="More log output (-vv for debug)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),

@@ -6,6 +6,8 @@ from enum import Enum
 
 import typer
 
+from ..listen import MODEL_SERVER_PORT
+
 
 class Mode(str, Enum):
     auto = "auto"
@@ -17,7 +19,7 @@ class Mode(str, Enum):
 def serve_model(
     model: str = typer.Option("embedded", "--model", help="'embedded' (SmolLM2-135M-Instruct), a model folder or cached hub id."),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
-    port: int = typer.Option(8001, "--port", help="Port (0 picks a free one)."),
+    port: int = typer.Option(MODEL_SERVER_PORT, "--port", help="Port (0 picks a free one); the openai backend's default."),
     served_model_name: str | None = typer.Option(None, "--served-model-name", help="Name clients use; default: --model."),
     batch_size: int = typer.Option(8, "--batch-size", help="Rows per batched generate call."),
     device: str | None = typer.Option(None, "--device", help="cuda, cpu, ...; default: cuda when available."),
