@@ -295,6 +295,45 @@ class CompletionStore:
         ).fetchone()
         return {"completions": n, "prompt_tokens": p, "completion_tokens": c, "latency_s": lat}
 
+    def stats_by_model(self) -> list[dict[str, Any]]:
+        """Per backend and model: completions, tokens, first and last time one was stored."""
+        rows = self.db.execute(
+            "SELECT backend, json_extract(identity, '$.model'), COUNT(*), COALESCE(SUM(prompt_tokens),0), "
+            "COALESCE(SUM(completion_tokens),0), MIN(created_at), MAX(created_at) FROM completions "
+            "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2"
+        ).fetchall()
+        return [{"backend": b, "model": m, "completions": n, "prompt_tokens": p, "completion_tokens": c, "first": f, "last": la}
+                for b, m, n, p, c, f, la in rows]
+
+    def recent(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The ``limit`` completions stored last, newest first: key, time, backend, model, prompt, text, tokens."""
+        rows = self.db.execute(
+            "SELECT key, created_at, backend, json_extract(identity, '$.model'), request, text, prompt_tokens, "
+            "completion_tokens, finish_reason FROM completions ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        out = []
+        for key, created, backend, model, request, text, p, c, finish in rows:
+            try:
+                req = json.loads(request)
+            except ValueError:
+                req = {}
+            prompt = req.get("prompt") if isinstance(req, dict) else None
+            if prompt is None and isinstance(req, dict) and req.get("messages"):
+                prompt = str(req["messages"][-1].get("content", ""))
+            out.append({"key": key, "created_at": created, "backend": backend, "model": model, "prompt": prompt or "",
+                        "text": text, "prompt_tokens": p, "completion_tokens": c, "finish_reason": finish})
+        return out
+
+    def clear(self) -> int:
+        """Delete every completion (and claim); returns how many completions there were."""
+        with self.db:
+            n = self.db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+            self.db.execute("DELETE FROM completions")
+            self.db.execute("DELETE FROM claims")
+        self.db.execute("VACUUM")
+        return n
+
     def close(self) -> None:
         """Release this object's remaining claims and close the connection."""
         try:
@@ -311,4 +350,4 @@ class CompletionStore:
         self.close()
 
 
-__all__ = ["MIGRATIONS", "CompletionStore", "StoredCompletion", "completion_key", "migrate", "request_payload"]
+__all__ = ["MIGRATIONS", "CompletionStore", "StoredCompletion", "completion_key", "default_path", "migrate", "request_payload"]

@@ -41,6 +41,7 @@ COMMAND_MODULES = [
     "thoughtsource.cli.generate",
     "thoughtsource.cli.evaluate",
     "thoughtsource.cli.runs",
+    "thoughtsource.cli.store",
     "thoughtsource.cli.stats",
     "thoughtsource.cli.web",
     "thoughtsource.cli.model_server",

@@ -1,0 +1,43 @@
+"""thoughtsource store path|ls|stats|clear on a store a real generate run filled (mock backend, real CLI processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def ts(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "THOUGHTSOURCE_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=300, env=env,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_store_path_ls_stats_clear(examples_dir: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    default = home / "completions.sqlite"
+    p = ts("store", "path", home=home)
+    assert p.returncode == 0 and p.stdout == f"{default}\n"
+    missing = ts("store", "stats", home=home)
+    assert missing.returncode == 1 and missing.stderr == f"error: {default}: no completion store there (nothing generated yet, or a wrong --db)\n"
+    assert not default.exists()  # looking creates nothing
+    src = examples_dir / "tests_unit_data" / "worldtree_100_dataset.json"
+    g = ts("generate", "--file", str(src), "--split", "train", "--n-samples", "3", "--backend", "mock", "--out", str(tmp_path / "o.json"),
+           home=home)
+    assert g.returncode == 0, g.stderr
+    stats = json.loads(ts("store", "stats", "--json", home=home).stdout)
+    assert stats["path"] == str(default) and stats["completions"] == 6  # 3 CoTs + 3 answers
+    assert [(m["backend"], m["completions"]) for m in stats["models"]] == [("mock", 6)]
+    listed = json.loads(ts("store", "ls", "-n", "4", "--json", home=home).stdout)
+    assert len(listed) == 4 and all(r["backend"] == "mock" and r["text"] and r["prompt"] for r in listed)
+    table = ts("store", "ls", home=home)
+    assert table.returncode == 0 and "mock" in table.stdout
+    refused = ts("store", "clear", home=home)  # no terminal to ask on
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    cleared = ts("store", "clear", "--yes", home=home)
+    assert cleared.returncode == 0 and "deleted 6 completions" in cleared.stderr
+    assert json.loads(ts("store", "stats", "--json", home=home).stdout)["completions"] == 0
+    other = tmp_path / "other.sqlite"
+    assert ts("store", "path", "--db", str(other), home=home).stdout == f"{other}\n"
