@@ -135,3 +135,23 @@ def test_json_without_answers_is_still_a_document(examples_dir: Path, tmp_path: 
     assert p.returncode == 0 and "no generated answers to evaluate" in p.stderr
     doc = json.loads(p.stdout)
     assert doc["results"] == {} and doc["thoughtsource"]["models"] == [] and doc["thoughtsource"]["config"]["file"]["path"] == str(f)
+
+
+def test_piped_tables_are_neither_cut_nor_truncated(tmp_path: Path) -> None:
+    """To a pipe, rows keep every character (at 80 columns the long model names of maj@k rows became '…')."""
+    import os
+
+    from thoughtsource.schema import Answer, GeneratedCot, Sample
+
+    model = "organisation-with-a-long-name/a-model-with-a-long-name-Instruct-v0.3-" + "x" * 30
+    cots = [GeneratedCot(id=f"c{i}", cot_trigger="kojima-01", cot="...", model={"name": model, "temperature": 0.7},
+                         answers=[Answer(id=f"a{i}", answer=f" {v}.")]) for i, v in enumerate([3, 3, 4])]
+    f = tmp_path / "sc.json"
+    Collection(data={"toy": {"test": [Sample(id="q", question="?", type="number", answer=["3"], generated_cot=cots)]}}).dump(f)
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(f), "--k", "1,3", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "…" not in p.stdout
+    rows = [line for line in p.stdout.splitlines() if model in line]
+    assert len(rows) >= 2 and any("│ 3 " in r or " 3 │" in r for r in rows)  # the maj@3 row, whole, on one line

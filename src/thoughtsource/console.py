@@ -11,7 +11,7 @@ import logging
 import os
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -21,9 +21,28 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+#: The width of results written to a pipe or a file: wide enough that no table is cut or folded.
+PIPE_WIDTH = 10_000
+
+
+class _ResultConsole(Console):
+    """Results on stdout: as wide as the terminal on one; to a pipe or a file, tables are neither cut to 80 columns
+    nor truncated (``| grep``, ``> table.txt`` get whole rows), unless ``COLUMNS`` says otherwise."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        if not self.is_terminal and not self._environ.get("COLUMNS"):
+            return ConsoleDimensions(PIPE_WIDTH, super().size.height)
+        return super().size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
 console = Console(stderr=True)
 #: Results: tables and JSON (``print_json``).
-stdout = Console()
+stdout = _ResultConsole()
 
 _quiet = {"on": False}
 
