@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from ..console import console
+from ..console import console, print_json
 
 app = typer.Typer(help="Work with several runs: compare, merge, evaluate a folder, prompts, outliers.", no_args_is_help=True)
 
@@ -74,13 +74,17 @@ def evaluate_(
     pattern: str = typer.Option("*.json", "--pattern", help="Which files of a folder."),
     flexible: bool = typer.Option(False, "--flexible", help="Flexible answer extraction (default strict)."),
     out: Path | None = typer.Option(None, "--out", help="Write the table as CSV."),
+    as_json: bool = typer.Option(False, "--json", help="The table as JSON records on stdout."),
 ) -> None:
     """Accuracy of every file (every file of a folder), one table."""
     from ..io import atomic_write
     from ..utilities import evaluate_folder
 
     table = evaluate_folder(paths, pattern, mode="flexible" if flexible else "strict")
-    typer.echo(table[["file", "dataset", "model", "instruction", "cot_trigger", "answer_extraction", "n", "accuracy"]].to_string(index=False))
+    if as_json:
+        print_json(table.to_dict("records"))
+    else:
+        typer.echo(table[["file", "dataset", "model", "instruction", "cot_trigger", "answer_extraction", "n", "accuracy"]].to_string(index=False))
     if out is not None:
         with atomic_write(out) as fh:
             fh.write(table.to_csv(index=False))
@@ -103,11 +107,15 @@ def outliers(
     reference: bool = typer.Option(False, "--reference", help="Reference CoTs instead of generated ones."),
     k: float = typer.Option(1.5, "--k", help="Outside [Q1 - k·IQR, Q3 + k·IQR] of the group."),
     limit: int = typer.Option(20, "--limit", help="Show this many."),
+    as_json: bool = typer.Option(False, "--json", help="Every outlier as JSON records on stdout."),
 ) -> None:
     """CoTs of outlying length (empty, truncated, run-away) per dataset and model/prompt."""
     from ..utilities import length_outliers
 
     table = length_outliers(file, which="reference" if reference else "generated", k=k)
+    if as_json:
+        print_json(table.to_dict("records"))
+        return
     typer.echo(f"{len(table)} outliers")
     if len(table):
         typer.echo(table.head(limit).to_string(index=False))
@@ -118,13 +126,19 @@ def best(
     file: Path = typer.Argument(..., help="A ThoughtSource file with answers."),
     html: bool = typer.Option(False, "--html", help="HTML instead of Markdown."),
     flexible: bool = typer.Option(False, "--flexible", help="Flexible answer extraction (default strict)."),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout: accuracy per dataset and column, and the best cells."),
 ) -> None:
     """Accuracy per dataset × model/prompt with the best cell of each dataset marked."""
     from ..evaluate import evaluate_frame
-    from ..utilities import accuracy_pivot, highlight_best
+    from ..utilities import accuracy_pivot, best_cells, highlight_best
 
     mode = "flexible" if flexible else "strict"
     table = accuracy_pivot(evaluate_frame(Path(file), modes=(mode,), mode=mode).accuracy)
+    if as_json:
+        best = sorted(best_cells(table), key=str)
+        print_json({"mode": mode, "accuracy": {str(r): {str(c): table.at[r, c] for c in table.columns} for r in table.index},
+                    "best": [{"dataset": str(r), "column": str(c)} for r, c in best]})
+        return
     typer.echo(highlight_best(table, style="html" if html else "markdown"))
 
 
