@@ -36,6 +36,7 @@ from .errors import BackendError, ConfigError
 from .prompts import AUTO, Fragments, load_fragments
 from .prompts.build import Prompt, answer_prompt, cot_prompt, exemplar_candidates, resolve_extraction
 from .prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, Templates
+from .reasoning import CONTENT_EXTRACTION, ReasoningInfo
 from .schema import Answer, GeneratedCot, Sample
 from .store import CompletionStore, StoredCompletion, completion_key
 
@@ -405,7 +406,7 @@ class _Dispatcher:
         empty: list[str] = []
         for (key, request, fut), completion in zip(batch, completions, strict=True):
             self.retries += max(0, completion.attempts - 1)
-            if not self.allow_empty and not completion.text.strip():
+            if not self.allow_empty and not completion.text.strip() and completion.reasoning is None:
                 empty.append(key)
                 fut.set_exception(BackendError(
                     f"empty completion (finish_reason {completion.finish_reason!r}); not stored, a re-run asks again "
@@ -485,6 +486,9 @@ async def _execute(units: list[CotUnit], backend: Backend, store: CompletionStor
                 u.cot, cached = await dispatcher.get(u.key, u.request, cot_hits.get(u.key))
                 report.cached += cached
                 tick()
+                if u.cot.reasoning is not None:  # a reasoning model: its final content is the answer, no extraction prompt
+                    tick(len(u.extractions))
+                    return
                 prompts = {ex: answer_prompt(u.prompt, u.cot.text, fragments, ex) for ex in u.extractions}
                 keys = {ex: completion_key(identity, _answer_request(cfg, p)) for ex, p in prompts.items()}
                 hits = store.get_many(keys.values())
@@ -529,7 +533,7 @@ def _attach(units: list[CotUnit], cfg: GenerateConfig, fragments: Fragments, api
                 cot_trigger=u.cot_trigger,
                 cot_trigger_template=u.prompt.template,
                 prompt_text=u.prompt.text,
-                cot=u.cot.text.strip(),
+                cot=(u.cot.reasoning if u.cot.reasoning is not None else u.cot.text).strip(),
                 answers=[],
                 author=cfg.author,
                 date=u.cot.created_at,
@@ -538,9 +542,19 @@ def _attach(units: list[CotUnit], cfg: GenerateConfig, fragments: Fragments, api
                 comment="",
                 annotations=[],
             )
+            if u.cot.reasoning is not None:
+                existing.reasoning = _reasoning_record(u.cot)  # type: ignore[attr-defined]  # an extra key of the schema
             u.sample.generated_cot.append(existing)
             report.attached_cots += 1
         have = {a.id for a in existing.answers}
+        if u.cot.reasoning is not None:
+            answer_id = _stable_id(u.key, cot_id, CONTENT_EXTRACTION)
+            if answer_id not in have:
+                existing.answers.append(Answer(
+                    id=answer_id, answer_extraction=CONTENT_EXTRACTION, answer=u.cot.text.strip(), correct_answer=None,
+                ))
+                report.attached_answers += 1
+            continue
         for ex in u.extractions:
             if ex not in u.answers:
                 continue
@@ -554,6 +568,18 @@ def _attach(units: list[CotUnit], cfg: GenerateConfig, fragments: Fragments, api
             ))
             have.add(answer_id)
             report.attached_answers += 1
+
+
+def _reasoning_record(row: StoredCompletion) -> dict[str, Any]:
+    """The ``reasoning`` key of a reasoning model's GeneratedCot (see thoughtsource.reasoning.ReasoningInfo)."""
+    info = ReasoningInfo(
+        source=row.reasoning_source or "tags",  # type: ignore[arg-type]
+        reasoning_tokens=row.reasoning_tokens,
+        answer_tokens=max(0, row.completion_tokens - row.reasoning_tokens),
+        truncated=row.to_completion().cut_off_in_reasoning,
+        finish_reason=row.finish_reason,
+    )
+    return info.model_dump(mode="json")
 
 
 def _run_coroutine(factory: Any) -> None:

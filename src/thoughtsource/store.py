@@ -87,11 +87,15 @@ class StoredCompletion:
     latency_s: float
     attempts: int
     created_at: str
+    reasoning: str | None = None  # a reasoning model's thinking; ``text`` is then its final content
+    reasoning_tokens: int = 0
+    reasoning_source: str = ""
 
     def to_completion(self) -> Completion:
         return Completion(
             text=self.text, prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
             finish_reason=self.finish_reason, latency_s=self.latency_s, attempts=self.attempts,
+            reasoning=self.reasoning, reasoning_tokens=self.reasoning_tokens, reasoning_source=self.reasoning_source,
         )
 
 
@@ -130,7 +134,15 @@ def m003_claims(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_finish_reason_and_date_index, m003_claims]
+def m004_reasoning(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE completions ADD COLUMN reasoning TEXT")
+    db.execute("ALTER TABLE completions ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE completions ADD COLUMN reasoning_source TEXT NOT NULL DEFAULT ''")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    m001_initial, m002_finish_reason_and_date_index, m003_claims, m004_reasoning,
+]
 
 
 def migrate(db: sqlite3.Connection, migrations: Iterable[Callable[[sqlite3.Connection], None]] | None = None) -> list[str]:
@@ -191,8 +203,8 @@ class CompletionStore:
         for i in range(0, len(keys), 500):  # stay below SQLite's host-parameter limit
             chunk = keys[i : i + 500]
             rows = self.db.execute(
-                "SELECT key, text, prompt_tokens, completion_tokens, finish_reason, latency_s, attempts, created_at "
-                f"FROM completions WHERE key IN ({','.join('?' * len(chunk))})",
+                "SELECT key, text, prompt_tokens, completion_tokens, finish_reason, latency_s, attempts, created_at, "
+                f"reasoning, reasoning_tokens, reasoning_source FROM completions WHERE key IN ({','.join('?' * len(chunk))})",
                 chunk,
             ).fetchall()
             found.update((r[0], StoredCompletion(*r)) for r in rows)
@@ -214,15 +226,19 @@ class CompletionStore:
             key=key, text=completion.text, prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens, finish_reason=completion.finish_reason,
             latency_s=completion.latency_s, attempts=completion.attempts, created_at=_now(),
+            reasoning=completion.reasoning, reasoning_tokens=completion.reasoning_tokens,
+            reasoning_source=completion.reasoning_source,
         )
         try:
             with self.db:
                 self.db.execute("BEGIN IMMEDIATE")
                 self.db.execute(
                     "INSERT OR IGNORE INTO completions (key, backend, identity, request, text, prompt_tokens, completion_tokens, "
-                    "finish_reason, latency_s, attempts, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "finish_reason, latency_s, attempts, created_at, reasoning, reasoning_tokens, reasoning_source) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (key, backend, canonical_json(identity), canonical_json(request_payload(request)), row.text, row.prompt_tokens,
-                     row.completion_tokens, row.finish_reason, row.latency_s, row.attempts, row.created_at),
+                     row.completion_tokens, row.finish_reason, row.latency_s, row.attempts, row.created_at, row.reasoning,
+                     row.reasoning_tokens, row.reasoning_source),
                 )
                 self.db.execute("DELETE FROM claims WHERE key = ?", (key,))
         except sqlite3.DatabaseError as e:

@@ -40,6 +40,15 @@ class Completion:
     latency_s: float = 0.0
     attempts: int = 1
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # a reasoning model's thinking (a response field or inline think tags); ``text`` is then its final content
+    reasoning: str | None = None
+    reasoning_tokens: int = 0  # part of completion_tokens
+    reasoning_source: str = ""  # reasoning_content | reasoning | tags
+
+    @property
+    def cut_off_in_reasoning(self) -> bool:
+        """The model reasoned but gave no answer (it ran out of tokens mid-thought): not a wrong answer."""
+        return self.reasoning is not None and not self.text.strip()
 
 
 @runtime_checkable

@@ -90,6 +90,23 @@ class OpenAIOptions(BaseModel):
     extra_body: dict[str, Any] = Field(
         default_factory=dict, description="Extra JSON fields sent with every request (e.g. top_k, repetition_penalty)."
     )
+    reasoning: Literal["auto", "off"] = Field(
+        default="auto",
+        description="auto: a reasoning model's thinking (the response field reasoning_content or reasoning, else the text "
+        "inside think_tags) becomes the CoT and the final content the answer; off: the text is taken as it comes.",
+    )
+    think_tags: tuple[str, str] = Field(default=("<think>", "</think>"), description="Start and end tag of inline reasoning.")
+    think_started: bool = Field(
+        default=False, description="The chat template opens the thought itself (DeepSeek-R1): the output starts inside it.",
+    )
+    reasoning_effort: str | None = Field(
+        default=None, description="Reasoning budget sent as reasoning_effort (low, medium, high; OpenAI, vLLM, gpt-oss).",
+    )
+    reasoning_max_tokens: int | None = Field(
+        default=None, gt=0,
+        description="Reasoning token budget sent as thinking_token_budget (vLLM) and reasoning.max_tokens (OpenRouter); "
+        "max_tokens stays the limit of reasoning and answer together.",
+    )
     prefill_params: bool = Field(
         default=False,
         description="When a chat request ends with an assistant message (the start of the answer, continued by the model), "
@@ -252,6 +269,21 @@ def _choice_text(choice: Any, path: str) -> str:
     return content if isinstance(content, str) else ""
 
 
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def _choice_reasoning(choice: Any, path: str) -> tuple[str | None, str]:
+    """(reasoning text, its field name) from a chat message's reasoning_content or reasoning field; (None, "") if none."""
+    if path != "/chat/completions" or not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        return None, ""
+    message = choice["message"]
+    for name in REASONING_FIELDS:
+        value = message.get(name)
+        if isinstance(value, str) and value.strip():
+            return value, name
+    return None, ""
+
+
 class OpenAIBackend:
     """The ``openai`` backend: see the module docstring."""
 
@@ -274,12 +306,19 @@ class OpenAIBackend:
 
     def cache_identity(self) -> dict[str, Any]:
         """Model and server kind (not the URLs: the same model on two servers answers the same)."""
-        return {
+        o = self.options
+        identity: dict[str, Any] = {
             "backend": self.name,
-            "model": self.options.model,
-            "server_kind": self.options.server_kind,
-            "extra_body": self.options.extra_body,
+            "model": o.model,
+            "server_kind": o.server_kind,
+            "extra_body": o.extra_body,
         }
+        # only what changes the output; left out at their defaults so that stored completions keep their keys
+        if o.reasoning_effort is not None:
+            identity["reasoning_effort"] = o.reasoning_effort
+        if o.reasoning_max_tokens is not None:
+            identity["reasoning_max_tokens"] = o.reasoning_max_tokens
+        return identity
 
     # -- the protocol -----------------------------------------------------------------------
 
@@ -319,6 +358,11 @@ class OpenAIBackend:
             body["seed"] = request_seed(request.seed, request.sample_index)
         elif request.seed is not None:
             body["seed"] = request.seed
+        if o.reasoning_effort is not None:
+            body["reasoning_effort"] = o.reasoning_effort
+        if o.reasoning_max_tokens is not None:
+            body["thinking_token_budget"] = o.reasoning_max_tokens
+            body["reasoning"] = {"max_tokens": o.reasoning_max_tokens}
         body.update(o.extra_body)
         use_chat = o.api == "chat" or (o.api == "auto" and request.messages)
         if use_chat:
@@ -369,7 +413,8 @@ class OpenAIBackend:
             choice = data["choices"][0]
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise _AttemptFailed(200, f"malformed response: {resp.text[:200]!r}") from e
-        if not self.options.allow_empty and not _choice_text(choice, path).strip():
+        if (not self.options.allow_empty and not _choice_text(choice, path).strip()
+                and not (self.options.reasoning == "auto" and _choice_reasoning(choice, path)[0])):  # cut off mid-thought
             raise _AttemptFailed(200, f"empty completion (content {_raw_content(choice, path)!r}, "
                                       f"finish_reason {choice.get('finish_reason')!r}); allow_empty=True accepts it")
         return data
@@ -452,6 +497,12 @@ class OpenAIBackend:
         usage = data.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         completion_tokens = int(usage.get("completion_tokens") or 0)
+        reasoning, source, reasoning_tokens = self._reasoning(choice, path, text, usage, completion_tokens)
+        if reasoning is not None:
+            text = reasoning[1]
+            reasoning_text: str | None = reasoning[0]
+        else:
+            reasoning_text = None
         if state.tpm and (prompt_tokens or completion_tokens):
             state.tpm.adjust(prompt_tokens + completion_tokens - estimate)
         self.counters.completed += 1
@@ -465,4 +516,32 @@ class OpenAIBackend:
             latency_s=time.monotonic() - t0,
             attempts=attempts,
             raw=data,
+            reasoning=reasoning_text,
+            reasoning_tokens=reasoning_tokens,
+            reasoning_source=source,
         )
+
+    def _reasoning(
+        self, choice: dict[str, Any], path: str, text: str, usage: dict[str, Any], completion_tokens: int
+    ) -> tuple[tuple[str, str] | None, str, int]:
+        """((reasoning, answer) or None, source, reasoning tokens) of one choice (see thoughtsource.reasoning)."""
+        from ..reasoning import split_reasoning, split_tokens
+
+        o = self.options
+        if o.reasoning == "off":
+            return None, "", 0
+        field_text, field = _choice_reasoning(choice, path)
+        if field_text is not None:
+            reasoning, answer, source = field_text.strip(), text, field
+        else:
+            split = split_reasoning(text, o.think_tags, started=o.think_started)
+            if split.reasoning is None:
+                return None, "", 0
+            reasoning, answer, source = split.reasoning, split.answer, "tags"
+        details = usage.get("completion_tokens_details") or {}
+        reported = details.get("reasoning_tokens") if isinstance(details, dict) else None
+        if isinstance(reported, int) and reported >= 0:
+            tokens = reported
+        else:  # the server gave one total: split it by characters (ReasoningInfo.tokens_estimated)
+            tokens = split_tokens(completion_tokens, reasoning, answer)[0]
+        return (reasoning, answer), source, tokens

@@ -69,6 +69,11 @@ class TransformersOptions(BaseModel):
     )
     mode: Mode = Field(default="auto", description="auto: continuous on CUDA, prefix otherwise.")
     skip_special_tokens: bool = Field(default=True, description="Drop special tokens from the decoded text.")
+    think_tags: tuple[str, str] | None = Field(
+        default=None,
+        description="Start and end tag of a reasoning model's inline thinking (e.g. ['<think>', '</think>']): the text "
+        "inside becomes the CoT, the text after the end tag the answer; None: no reasoning split.",
+    )
     batch_wait_s: float = Field(default=0.005, ge=0, description="How long a batch waits for concurrent requests.")
     fingerprint: str | None = Field(default=None, description="Use this weights fingerprint instead of computing one.")
     threads: int | Literal["auto"] | None = Field(
@@ -192,7 +197,10 @@ class TransformersBackend:
             fingerprint = self._compute_fingerprint()
             if self._owns_model:  # files on disk do not change under us; a caller's model may be trained in place
                 self._fingerprint = fingerprint
-        return {"backend": self.name, "model": self.options.model, "weights": fingerprint}
+        identity = {"backend": self.name, "model": self.options.model, "weights": fingerprint}
+        if self.options.think_tags is not None:  # the stored text is split: another key than the plain text
+            identity["think_tags"] = list(self.options.think_tags)
+        return identity
 
     async def complete(self, requests: list[Request]) -> list[Completion]:
         if not requests:
@@ -413,6 +421,9 @@ class TransformersBackend:
             # count only the tokens that produced the kept text
             while ids and len(tok.decode(ids[:-1], skip_special_tokens=self.options.skip_special_tokens)) >= cut:
                 ids = ids[:-1]
+        reasoning, reasoning_tokens = None, 0
+        if self.options.think_tags is not None:
+            text, reasoning, reasoning_tokens = self._split_thinking(row, ids, text)
         return Completion(
             text=text,
             prompt_tokens=len(row.ids),
@@ -421,7 +432,38 @@ class TransformersBackend:
             latency_s=latency,
             attempts=1,
             raw={"mode": self.mode, "device": self.device},
+            reasoning=reasoning,
+            reasoning_tokens=reasoning_tokens,
+            reasoning_source="tags" if reasoning is not None else "",
         )
+
+    def _split_thinking(self, row: _Row, ids: list[int], text: str) -> tuple[str, str | None, int]:
+        """(answer, reasoning, reasoning tokens): the text inside think tags is the reasoning, counted in generated tokens.
+
+        A prompt that ends inside an open thought (a template that adds the start tag) makes the whole output reasoning
+        until the end tag.  The reasoning tokens are the generated tokens up to and including the end tag.
+        """
+        from ..reasoning import split_reasoning
+
+        tags = self.options.think_tags
+        assert tags is not None
+        started = row.text.rstrip().endswith(tags[0])
+        split = split_reasoning(text, tags, started=started)
+        if split.reasoning is None:
+            return text, None, 0
+        if split.truncated:
+            return "", split.reasoning, len(ids)
+        tok = self._tokenizer
+        skip = self.options.skip_special_tokens
+        end_at = text.find(tags[1]) + len(tags[1])
+        lo, hi = 0, len(ids)  # the fewest tokens whose text reaches past the end tag (decoded length grows with n)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if len(tok.decode(ids[:mid], skip_special_tokens=skip)) >= end_at:
+                hi = mid
+            else:
+                lo = mid + 1
+        return split.answer, split.reasoning, lo
 
     # -- identity ---------------------------------------------------------------------------
 

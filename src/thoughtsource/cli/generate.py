@@ -67,6 +67,14 @@ def generate_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only print the number of calls and estimated tokens."),
     allow_empty: bool = typer.Option(None, "--allow-empty/--no-allow-empty",
                                      help="Store empty completions as results instead of retrying them as errors."),
+    reasoning_effort: str = typer.Option(None, "--reasoning-effort",
+                                         help="Reasoning budget of a reasoning model (low, medium, high; openai backend)."),
+    reasoning_max_tokens: int = typer.Option(None, "--reasoning-max-tokens", min=1,
+                                             help="Reasoning token budget (openai backend: vLLM's thinking_token_budget, "
+                                                  "OpenRouter's reasoning.max_tokens)."),
+    think_tags: str = typer.Option(None, "--think-tags",
+                                   help="Start and end tag of inline reasoning, comma-separated (default <think>,</think> for "
+                                        "openai; transformers splits only when given)."),
 ) -> None:
     """Generate CoTs and extracted answers; completions are cached in SQLite, so a rerun only fills gaps.
 
@@ -90,6 +98,15 @@ def generate_cmd(
         "concurrency": concurrency, "batch_size": batch_size, "fragments_files": fragments or None, "author": author,
         "seed": seed, "db": db, "allow_empty": allow_empty,
     }
+    reasoning_options: dict[str, Any] = {"reasoning_effort": reasoning_effort, "reasoning_max_tokens": reasoning_max_tokens}
+    if think_tags is not None:
+        tags = [t.strip() for t in think_tags.split(",")]
+        if len(tags) != 2 or not all(tags):
+            raise typer.BadParameter("two tags, comma-separated: START,END", param_hint="'--think-tags'")
+        reasoning_options["think_tags"] = tags
+    if any(v is not None for v in reasoning_options.values()):
+        settings["backend_options"] = {**settings.get("backend_options", {}),
+                                       **{k: v for k, v in reasoning_options.items() if v is not None}}
     if flags["model"] is not None:
         settings.pop("engine", None)
     settings.update({k: v for k, v in flags.items() if v is not None})

@@ -20,6 +20,9 @@ content and final answer derive from the prompt, and from the seed when sampling
   ``null`` (content ``null``); ``nochoices`` (``"choices": []``); ``hang`` (answers after
   ``slow_s``, for client timeouts).  ``match`` limits all faults to requests whose prompt contains
   it (e.g. the answer-extraction phrase, to fail stage 2 only).
+* ``reasoning``: answer as a reasoning model, the thinking in the message field ``reasoning_content`` or
+  ``reasoning`` (with ``usage.completion_tokens_details.reasoning_tokens``), or inline in ``<think>`` tags;
+  ``max_tokens`` cuts thinking and answer together, so a small one cuts the model off mid-thought.
 
 From a shell (``--help`` lists every flag; it prints its base URL and serves until Ctrl-C)::
 
@@ -49,7 +52,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import h11
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -78,6 +81,13 @@ class FaultConfig(BaseModel):
     match: str = Field(default="", description="Inject faults only into requests whose prompt contains this text.")
     seed: int = 0
     model: str = "fault-echo"
+    reasoning: Literal["off", "reasoning_content", "reasoning", "tags", "tags-started"] = Field(
+        default="off",
+        description="Answer as a reasoning model: the canned chain of thought in the message field reasoning_content or "
+        "reasoning, or inline in <think>…</think> (tags-started: without the opening tag, as after R1's template), and a "
+        "short final content. max_tokens counts thinking and answer together (cut mid-thought: no content, finish length).",
+    )
+    contradict: bool = Field(default=False, description="Reasoning mode: the content states another answer than the thinking.")
 
     @field_validator("faults", "then")
     @classmethod
@@ -155,6 +165,30 @@ def _apply_limits(text: str, body: dict[str, Any]) -> tuple[str, str]:
     if len(words) > max_tokens:
         return " ".join(words[:max_tokens]), "length"
     return text, "stop"
+
+
+def _reasoning_reply(cot: str, body: dict[str, Any], style: str, contradict: bool) -> tuple[str | None, str, str]:
+    """(thinking for a reasoning field or None, text, finish_reason) of a reasoning model answering ``cot``.
+
+    The thinking is the canned chain of thought; the content restates its answer (another one with
+    ``contradict``).  ``max_tokens`` (in words) covers thinking, tags and content together.
+    """
+    answer = cot.rstrip(".").rsplit(" ", 1)[-1]
+    if contradict:
+        answer = "B" if answer == "A" else "A" if len(answer) == 1 and answer.isalpha() else str(int(answer) + 1)
+    thought = cot.strip()
+    final = f"The answer is {answer}."
+    inline = style.startswith("tags")
+    opening = "" if style == "tags-started" else "<think> "
+    words = (f"{opening}{thought} </think> {final}" if inline else f"{thought} {final}").split(" ")
+    max_tokens = int(body.get("max_tokens") or 1_000_000)
+    cut = len(words) > max_tokens
+    words = words[:max_tokens]
+    finish = "length" if cut else "stop"
+    if inline:
+        return None, " ".join(words), finish
+    n_thought = len(thought.split(" "))
+    return " ".join(words[:n_thought]), " ".join(words[n_thought:]), finish
 
 
 class FaultServer:
@@ -347,16 +381,25 @@ class FaultServer:
             return status, retry, json.dumps({"error": {"message": f"{message} (injected)", "type": kind}}).encode()
         if outcome == "malformed":
             return 200, [], b"<html><body>502 Bad Gateway (injected, not JSON)</body></html>"
-        text, finish = _apply_limits(canned_answer(body), body)
-        usage = {"prompt_tokens": len(prompt_text(body).split()), "completion_tokens": len(text.split())}
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         chat = path.endswith("chat/completions")
+        thinking: str | None = None
+        if c.reasoning != "off":
+            thinking, text, finish = _reasoning_reply(canned_answer(body), body, c.reasoning, c.contradict)
+        else:
+            text, finish = _apply_limits(canned_answer(body), body)
+        usage: dict[str, Any] = {"prompt_tokens": len(prompt_text(body).split()), "completion_tokens": len(text.split())}
         content: str | None = {"empty": "", "null": None}.get(outcome, text)
         if content != text:
-            usage["completion_tokens"], usage["total_tokens"] = 0, usage["prompt_tokens"]
+            usage["completion_tokens"] = 0
+        if thinking is not None:
+            usage["completion_tokens"] += len(thinking.split())
+            usage["completion_tokens_details"] = {"reasoning_tokens": len(thinking.split())}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
         if chat:
             choice["message"] = {"role": "assistant", "content": content}
+            if thinking is not None and c.reasoning in ("reasoning_content", "reasoning"):
+                choice["message"][c.reasoning] = thinking
         else:
             choice["text"] = content
         payload = {
@@ -408,6 +451,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--first-slow", type=int, default=0, help="the first k attempts of each request hang")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", default="fault-echo")
+    ap.add_argument("--reasoning", default="off", choices=["off", "reasoning_content", "reasoning", "tags", "tags-started"],
+                    help="answer as a reasoning model (the thinking in this message field, or inline in <think> tags)")
     ap.add_argument("--until-stdin-closes", action="store_true", help="stop when stdin closes (for a parent process)")
     args = ap.parse_args(argv)
     try:
@@ -415,7 +460,7 @@ def main(argv: list[str] | None = None) -> None:
             latency_s=args.latency, latency_jitter_s=args.jitter, faults=[f for f in args.faults.split(",") if f], then=args.then, match=args.match,
             rate_429=args.rate_429, rate_500=args.rate_500, rate_drop=args.rate_drop,
             retry_after_s=None if args.retry_after < 0 else args.retry_after, slow_s=args.slow, first_slow=args.first_slow,
-            seed=args.seed, model=args.model,
+            seed=args.seed, model=args.model, reasoning=args.reasoning,
         )
     except ValidationError as e:
         ap.error("; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors()))
