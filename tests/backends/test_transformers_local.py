@@ -177,6 +177,28 @@ def test_prefix_groups_share_only_real_prefixes():
     assert groups == {(0, 2, 3): 40, (1,): 0}  # every member keeps at least one token of its own
 
 
+def test_rows_without_a_shared_prefix_are_decoded_in_batches_not_one_by_one(embedded_model: tuple):
+    """Zero-shot prompts share no long prefix: they form one group decoded batch_size rows at a time (each was its
+    own group before, decoded at batch 1: 14x slower on a from-scratch STaR base), with generate's exact tokens."""
+    from thoughtsource.backends.prefix_decode import Row, group_by_prefix
+    from thoughtsource.star.tasks.arithmetic import ArithmeticTask
+
+    rows = [Row([1, 2, 3], 4), Row([7, 8, 9], 4), Row([4, 5], 4), Row([*range(100, 140), 1], 4), Row([*range(100, 140), 2], 4)]
+    assert sorted((plen, sorted(m)) for plen, m in group_by_prefix(rows)) == [(0, [0, 1, 2]), (40, [3, 4])]
+    task = ArithmeticTask(1, 3, n_train=8, n_test_per_digit=0, scratchpad="compact")
+    requests = [Request(prompt=task.prompt(p, []), max_tokens=12, stop=task.stop) for p in task.load("train", 0)]
+    model, tok = embedded_model
+    calls = []
+    hook = model.register_forward_hook(lambda module, args, output: calls.append(1))
+    try:
+        prefix = TransformersBackend.from_loaded(model, tok, mode="prefix", batch_size=8).complete_sync(requests)
+    finally:
+        hook.remove()
+    assert len(calls) <= 12 + 1  # one forward per decoding step for the whole batch (8 x 12 when decoded one by one)
+    padded = TransformersBackend.from_loaded(model, tok, mode="generate", batch_size=8).complete_sync(requests)
+    assert [c.text for c in prefix] == [c.text for c in padded]
+
+
 def test_threads_option_sets_torch_cpu_threads(embedded_model, gsm8k_questions: list[str], cot_request):
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()

@@ -63,8 +63,11 @@ def group_by_prefix(rows: Sequence[Row], min_prefix: int = MIN_PREFIX_TOKENS) ->
                 groups[-1] = (lcp, [*members, i])
                 continue
         groups.append((len(rows[i].ids) - 1, [i]))
-    # a single-row group still caches nothing useful unless its "prefix" is shared: mark it 0
-    return [(plen if len(m) > 1 else 0, m) for plen, m in groups]
+    # a single-row group caches nothing useful: its rows go together into one group without a prefix (0), decoded in
+    # batches like any other group (decoded one by one, zero-shot prompts without a long shared start ran at batch 1)
+    shared = [(plen, m) for plen, m in groups if len(m) > 1]
+    loose = [i for _, m in groups if len(m) == 1 for i in m]
+    return [*shared, (0, loose)] if loose else shared
 
 
 def decode(

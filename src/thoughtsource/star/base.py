@@ -261,10 +261,16 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out}: is a file; --out is the model's folder")
+    recipe = cfg.model_dump(mode="json")
     if is_complete(out):
         if not resume:
             raise ConfigError(f"{out} already holds a base model: pass --resume to keep it, or another --out")
-        return json.loads((out / INFO_FILE).read_text(encoding="utf-8"))
+        info = json.loads((out / INFO_FILE).read_text(encoding="utf-8"))
+        if info.get("config") != recipe:
+            diffs = sorted(k for k in set(recipe) | set(info.get("config") or {}) if recipe.get(k) != (info.get("config") or {}).get(k))
+            raise ConfigError(f"{out} holds a base model built from another recipe (differs in: {', '.join(diffs)}); "
+                              "choose another --out")
+        return info
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"{out}: exists and is not a base model folder; choose another --out")
     if threads:
@@ -275,7 +281,6 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     work = out.parent / f"{out.name}.work"
     init = work / "init"
     stamp = work / "config.json"
-    recipe = cfg.model_dump(mode="json")
     if stamp.is_file() and json.loads(stamp.read_text(encoding="utf-8")) != recipe:
         if not resume:
             raise ConfigError(f"{work} holds an interrupted build of another config: delete it or pass another --out")

@@ -6,10 +6,11 @@ is marked."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .stats import Best, Proportion, best_iteration, group_proportions, groups, proportion
+from .stats import Best, Proportion, best_iteration, group_key, group_proportions, groups, proportion
 
 
 def _plt():
@@ -198,3 +199,35 @@ def _title(summary: dict[str, Any]) -> str:
     c = summary["config"]
     kind = c["baseline"] if c["baseline"] != "star" else ("STaR" if c["rationalization"] else "STaR w/o rationalization")
     return f"{c['task']} · {c['model'].split('/')[-1]} · {kind}"
+
+
+def plot_digits(rep: dict[str, Any], seed: str, out: str | Path, arms: Sequence[str] | None = None) -> Path:
+    """The paper's Figure 4 for one seed: test accuracy per digit count, one line per iteration, one panel per arm."""
+    plt = _plt()
+    runs = rep["seeds"][seed]
+    names = [a for a in (arms or runs) if a in runs]
+    fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3.4), sharey=True, squeeze=False)
+    for ax, arm in zip(axes[0], names, strict=True):
+        r = runs[arm]
+        its = r["iterations"]
+        cmap = plt.get_cmap("viridis")
+        for i, it in enumerate(its):
+            cells = r["test_by_iteration"].get(str(it), {})
+            gs = sorted(cells, key=group_key)
+            xs = [int(g.split('-')[0]) for g in gs]
+            ys = [cells[g]["accuracy"] or 0.0 for g in gs]
+            lo = [y - cells[g]["ci95"][0] for y, g in zip(ys, gs, strict=True)]
+            hi = [cells[g]["ci95"][1] - y for y, g in zip(ys, gs, strict=True)]
+            style = {"linewidth": 2.2} if it == r["chosen_iteration"] else {"linewidth": 1.0}
+            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", markersize=3, capsize=2, color=cmap(i / max(1, len(its) - 1)),
+                        label=f"iter {it}" + (" (chosen on dev)" if it == r["chosen_iteration"] else ""), **style)
+        ax.axvline(r["k"] + 0.5, color="0.5", linestyle=":", linewidth=1)
+        ax.text(r["k"] + 0.6, 1.02, "beyond k", fontsize=7, color="0.4")
+        ax.set_title(f"{arm}", fontsize=9)
+        ax.set_xlabel("digits")
+        ax.set_ylim(-0.02, 1.08)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="lower left")
+    axes[0][0].set_ylabel("test accuracy (Wilson 95 %)")
+    fig.suptitle(f"STaR from a from-scratch base, seed {seed}: accuracy per digit count by iteration", fontsize=9)
+    return _save(fig, Path(out))

@@ -1,0 +1,121 @@
+"""The bootstrap experiment (docs/star-results.md, top section): bases and STaR arms, resumable, side by side.
+
+    python experiments/star_bootstrap.py --seeds 0,1,2 --parallel 2          # build / resume everything
+    python experiments/star_bootstrap.py --seeds 0,1 --report docs/star-results/bootstrap   # tables, plots, metrics
+
+For each seed s it runs, as separate processes with one torch thread each (``--parallel`` at a time):
+
+    thoughtsource star base --config configs/star/bootstrap/base.yaml --seed s --out ROOT/base_s --resume
+    thoughtsource star run  --config configs/star/bootstrap/run.yaml --model ROOT/base_s --seed s \\
+                            --out ROOT/seed_s/ARM --resume  [ARM's flags]
+
+Every command resumes where it stopped (the base from its trainer checkpoints, a run from its last
+finished step and its completion store), so a killed experiment is continued by running this again.
+Logs go to ROOT/logs/.  ``--report DIR`` writes report.json, report.md, one Figure-4 plot per seed and
+each run's metrics.json (as seed_<s>_<arm>_metrics.json) into DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ARMS: dict[str, list[str]] = {
+    "star": [],
+    "verified": ["--filter", "verified"],
+    "norat": ["--no-rationalization"],
+    "direct": ["--baseline", "direct"],
+}
+
+
+def _cli() -> list[str]:
+    exe = Path(sys.executable).with_name("thoughtsource")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "thoughtsource"]
+
+
+def _run(cmd: list[str], log: Path, lock: threading.Lock) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    with lock:
+        print(f"[{time.strftime('%H:%M:%S')}] start {' '.join(cmd[1:])}  (log: {log})", flush=True)
+    with log.open("a", encoding="utf-8") as fh:
+        rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=REPO, check=False).returncode
+    with lock:
+        print(f"[{time.strftime('%H:%M:%S')}] {'done' if rc == 0 else f'FAILED (exit {rc})'}: {log.name}", flush=True)
+    if rc != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {rc}: see {log}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--root", type=Path, default=REPO / "star_runs" / "bootstrap")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--parallel", type=int, default=2, help="processes at a time (one torch thread each)")
+    ap.add_argument("--base-config", type=Path, default=REPO / "configs" / "star" / "bootstrap" / "base.yaml")
+    ap.add_argument("--run-config", type=Path, default=REPO / "configs" / "star" / "bootstrap" / "run.yaml")
+    ap.add_argument("--report", type=Path, default=None, help="write the report into this folder instead of running")
+    args = ap.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    arms = [a for a in args.arms.split(",") if a.strip()]
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        ap.error(f"unknown arms {unknown}; known: {', '.join(ARMS)}")
+    if args.report is not None:
+        return report(args.root, args.report)
+    cli, lock = _cli(), threading.Lock()
+    logs = args.root / "logs"
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        bases: dict[int, Future[None]] = {}
+        for s in seeds:
+            cmd = [*cli, "star", "base", "--config", str(args.base_config), "--seed", str(s), "--out", str(args.root / f"base_{s}"),
+                   "--resume", "--threads", "1"]
+            bases[s] = pool.submit(_run, cmd, logs / f"base_{s}.log", lock)
+        runs: list[Future[None]] = []
+        for s in seeds:
+            bases[s].result()  # the arms of seed s start once its base exists (bases of later seeds run meanwhile)
+            for arm in arms:
+                cmd = [*cli, "star", "run", "--config", str(args.run_config), "--model", str(args.root / f"base_{s}"),
+                       "--seed", str(s), "--out", str(args.root / f"seed_{s}" / arm), "--resume", "--threads", "1", *ARMS[arm]]
+                runs.append(pool.submit(_run, cmd, logs / f"seed_{s}_{arm}.log", lock))
+        failed = [f.exception() for f in runs if f.exception() is not None]
+    for e in failed:
+        print(e, file=sys.stderr)
+    return 1 if failed else 0
+
+
+def report(root: Path, out: Path) -> int:
+    import json
+
+    from thoughtsource.io import read_json, write_json
+    from thoughtsource.star.bootstrap import find_runs, markdown
+    from thoughtsource.star.bootstrap import report as make_report
+    from thoughtsource.star.plots import plot_digits
+
+    rep = make_report(root)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "report.json", rep)
+    (out / "report.md").write_text(markdown(rep) + "\n", encoding="utf-8")
+    for seed in rep["seeds"]:
+        if rep["seeds"][seed]:
+            plot_digits(rep, seed, out / f"digits_seed_{seed}.png")
+    for seed, arms in find_runs(root).items():
+        for arm, run in arms.items():
+            shutil.copyfile(run / "metrics.json", out / f"seed_{seed}_{arm}_metrics.json")
+        base = root / f"base_{seed}" / "thoughtsource_base.json"
+        if base.is_file():
+            write_json(out / f"base_{seed}.json", read_json(base))
+    print(json.dumps(rep["acceptance"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
