@@ -52,7 +52,7 @@ if os.environ.get("BENCH_BASELINE") == "1":
     def old(db, name, password):
         with slots:
             return auth.authenticate(db, name, password)
-    async def on_workers(db, name, password):
+    async def on_workers(db, name, password, client="unknown"):
         return await run_in_threadpool(old, db, name, password)
     auth.authenticate_async = on_workers
 files = [Path(p) for p in os.environ["BENCH_FILES"].split(os.pathsep)]

@@ -323,3 +323,71 @@ def test_bodies_are_capped_per_route_declared_or_streamed(annotator_server) -> N
                       json={"dataset": "x", "split": "y", "sample_id": "z", "cot_id": "c", "key": "Too verbose",
                             "value": True})
     assert it_ok.status_code == 404  # past the limits and the CSRF check: an unknown sample
+
+
+# --------------------------------------------------------------------------- 2. password checks queue per client
+def test_a_client_queueing_password_checks_does_not_stall_another_clients_login(make_app, monkeypatch) -> None:
+    """40 queued checks of one client delayed another user's right password by 11.6 s (one FIFO, one thread).  Now the
+    queues are per client and taken in turn: counted, alice's check runs right after the one in progress."""
+    import threading
+
+    from thoughtsource.web import auth
+    from thoughtsource.web.auth import LoginThrottle
+
+    gate = threading.Event()
+    order: list[str] = []
+    real = auth.authenticate
+
+    def gated(db, name, password):
+        order.append(name)
+        if name.startswith("user"):
+            gate.wait(120)  # the attacker's checks hold the pool until every login is queued
+        return real(db, name, password)
+
+    monkeypatch.setattr(auth, "authenticate", gated)
+    app = make_app()
+    add_user(app, "alice")
+    app.state.throttle = LoginThrottle(limit=10, client_limit=100, name_limit=100)
+    n = 20
+
+    with live_server(app) as base:
+        attackers = [threading.Thread(target=_guess, args=(base, f"user{i}", "wrong password!")) for i in range(n)]
+        for t in attackers:
+            t.start()
+        queue = auth.password_queue
+        for _ in range(2400):  # bounded in count: every attacker check started or queued
+            if len(order) + queue.waiting >= n:
+                break
+            attackers[0].join(0.05)
+        assert len(order) + queue.waiting == n
+        got: list[int] = []
+        alice = threading.Thread(target=lambda: got.append(_guess(base, "alice", PASSWORD, local_address="127.0.0.2")))
+        alice.start()
+        for _ in range(2400):
+            if len(order) + queue.waiting > n:
+                break
+            alice.join(0.05)
+        gate.set()
+        alice.join(120)
+        for t in attackers:
+            t.join(120)
+    assert got == [303]
+    # FIFO put alice 21st; in turns she is at most one attacker check behind the ones that were running
+    assert order.index("alice") <= auth.VERIFY_CONCURRENCY + 1, order
+
+
+def test_the_password_queue_bounds_each_client() -> None:
+    import threading
+
+    from thoughtsource.web.auth import PasswordQueue, ServerBusy
+
+    release = threading.Event()
+    q = PasswordQueue(workers=1, per_client=2, total=10)
+    running = q.submit("10.0.0.1", lambda: release.wait(60))  # takes the one worker
+    for _ in range(2):
+        q.submit("10.0.0.1", lambda: True)
+    with pytest.raises(ServerBusy, match="from this address"):
+        q.submit("10.0.0.1", lambda: True)
+    other = q.submit("10.0.0.2", lambda: "ok")  # another address still gets in
+    release.set()
+    assert running.result(60) is True and other.result(60) == "ok" and q.waiting == 0

@@ -139,7 +139,7 @@ async def login(request: Request, name: Annotated[str, Form(max_length=200)], pa
     except auth.TooManyAttempts as e:
         return _login_failed(request, next, str(e), 429)
     try:
-        user = await auth.authenticate_async(_db(request), name, password)
+        user = await auth.authenticate_async(_db(request), name, password, client)
     except auth.NotAuthenticated as e:
         throttle.failed(ticket)
         log.warning("failed login for user name %r from %s", name[:100], client)
