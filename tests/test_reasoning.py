@@ -154,3 +154,70 @@ def test_transformers_backend_counts_reasoning_tokens_up_to_the_end_tag():
     ids = tok(p.text, add_special_tokens=False)["input_ids"]
     if tok.decode(ids) == p.text:  # re-tokenizing the text gives the generated tokens back (no merge across the prompt)
         assert end in tok.decode(ids[: c.reasoning_tokens]) and end not in tok.decode(ids[: c.reasoning_tokens - 1])
+
+
+
+def _reasoning_collection(examples_dir: Path, tmp_path: Path, max_tokens: int = 200, **server: object) -> Collection:
+    c = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json").select(
+        split="train", number_samples=3, seed=1)
+    with run_fault_server(**server) as s:
+        report = generate(c, backend="openai", model="fault-echo", base_urls=[s.base_url], chat=True,
+                          max_tokens=max_tokens, store=tmp_path / "s.sqlite", progress=False)
+    assert report.errors == 0
+    return c
+
+
+def test_evaluate_reads_the_content_and_flags_a_contradiction(examples_dir: Path, tmp_path: Path):
+    from thoughtsource.evaluate import evaluate_frame
+
+    c = _reasoning_collection(examples_dir, tmp_path / "a", reasoning="reasoning_content")
+    a = evaluate_frame(c).answers
+    assert (a["source"] == "cot").all() and not a["contradicts_thinking"].any() and not a["truncated"].any()
+    letters = [cot.cot.rstrip(".").rsplit(" ", 1)[-1] for _, _, x in c.samples() for cot in x.generated_cot]
+    assert a[a["mode"] == "strict"]["pred"].tolist() == letters
+    lying = evaluate_frame(_reasoning_collection(examples_dir, tmp_path / "b", reasoning="reasoning", contradict=True))
+    assert lying.answers["contradicts_thinking"].all()
+    assert (lying.accuracy["contradictions"] == lying.accuracy["n"]).all()
+
+
+def test_think_blocks_are_stripped_before_extraction(examples_dir: Path, tmp_path: Path):
+    """A server without a reasoning parser, read with reasoning='off': the think block stays in the stored text."""
+    from thoughtsource.evaluate import evaluate_frame
+
+    c = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json").select(
+        split="train", number_samples=3, seed=1)
+    with run_fault_server(reasoning="tags", contradict=True) as s:
+        generate(c, backend="openai", model="fault-echo", base_urls=[s.base_url], chat=True, max_tokens=200,
+                 store=tmp_path / "s.sqlite", progress=False, backend_options={"reasoning": "off"})
+    cots = [cot for _, _, x in c.samples() for cot in x.generated_cot]
+    assert all(cot.cot.startswith("<think>") and reasoning_info(cot) is None for cot in cots)
+    stripped = evaluate_frame(c).answers
+    kept = evaluate_frame(c, think_tags=None).answers
+    # read from the CoT itself (the stage-2 answers read the extraction output): the text after </think> is the answer
+    final = [cot.cot.rstrip(".").rsplit(" ", 1)[-1] for cot in cots]
+    thought = [cot.cot.split("</think>")[0].rstrip(" .").rsplit(" ", 1)[-1] for cot in cots]
+    assert final != thought  # contradict=True: the content states another answer than the thinking
+    c.dump(tmp_path / "c.json")
+    c2 = Collection.load(tmp_path / "c.json")
+    for _, _, x in c2.samples():
+        for cot in x.generated_cot:
+            for ans in cot.answers:
+                ans.answer = ""  # no extraction output: the CoT is read
+    s2 = evaluate_frame(c2).answers
+    k2 = evaluate_frame(c2, think_tags=None).answers
+    per_cot = s2[s2["mode"] == "flexible"].drop_duplicates("cot_id")
+    assert per_cot["pred"].tolist() == final and per_cot["contradicts_thinking"].all()
+    assert not k2["contradicts_thinking"].any()
+    assert len(stripped) == len(kept)
+
+
+def test_cut_off_mid_thought_is_not_scored_as_wrong(examples_dir: Path, tmp_path: Path):
+    from thoughtsource.evaluate import evaluate, evaluate_frame
+
+    c = _reasoning_collection(examples_dir, tmp_path, reasoning="reasoning_content", max_tokens=6)
+    result = evaluate_frame(c)
+    assert result.answers["truncated"].all()
+    acc = result.accuracy
+    assert acc.empty or (acc["n"] == 0).all()
+    evaluate(c, warn=False)
+    assert all(ans.correct_answer is None for _, _, x in c.samples() for _, ans in x.iter_answers())

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .extract import MODES, Extraction, Mode, extract, gold_value, is_correct, normalize_text, text_f1
+from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,7 +73,7 @@ COMBINATION = ["dataset", "split", "model", "instruction", "cot_trigger", "answe
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20, 40)
 _META = (
     "dataset", "split", "sample_id", "type", "model", "instruction", "cot_trigger", "answer_extraction",
-    "cot_index", "cot_id", "answer_id", "source", "stored_correct",
+    "cot_index", "cot_id", "answer_id", "source", "truncated", "stored_correct",
 )  # fmt: skip
 
 
@@ -184,7 +185,7 @@ class Evaluation:
         """``{model: {"<instruction>_<cot_trigger>_<answer_extraction>": accuracy}}`` for ``mode``, pooled over
         datasets and splits but never over models."""
         m = mode or self.mode
-        a = self.answers[self.answers["mode"] == m]
+        a = _scored(self.answers[self.answers["mode"] == m])
         out: dict[str, dict[str, float]] = {}
         if len(a):
             keys = a["instruction"].astype(str) + "_" + a["cot_trigger"].astype(str) + "_" + a["answer_extraction"].astype(str)
@@ -221,11 +222,18 @@ def evaluate_frame(
     mode: Mode = "strict",
     ks: Sequence[int] | None = None,
     memo: bool = True,
+    think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS,
 ) -> Evaluation:
     """Extract and score every answer in every mode; accuracy per combination; maj@k self-consistency.
 
     ``memo`` reuses the extraction of a text already seen in this call (same text, type, choices,
     source and mode), which is common with self-consistency samples and short extraction outputs.
+
+    Reasoning models: think blocks (``think_tags``; None keeps them) are stripped before extraction, as
+    lm-evaluation-harness's ``think_end_token`` does; the final content of a reasoning CoT is read as a CoT
+    (answer phrases); an answer that differs from the last answer stated in the thinking is flagged
+    (``contradicts_thinking``); a CoT cut off mid-thought (``truncated``) has no answer and is not scored:
+    it is left out of accuracy and maj@k and counted apart.
     """
     import pandas as pd
 
@@ -237,7 +245,9 @@ def evaluate_frame(
         if m not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {m!r}")
     meta: dict[str, list[Any]] = {k: [] for k in _META}
-    per_mode: dict[str, dict[str, list[Any]]] = {m: {k: [] for k in ("pred", "rule", "correct", "f1")} for m in modes}
+    per_mode: dict[str, dict[str, list[Any]]] = {
+        m: {k: [] for k in ("pred", "rule", "correct", "f1", "contradicts_thinking")} for m in modes
+    }
     values: dict[str, list[Any]] = {m: [] for m in modes}
     extractions: dict[str, list[Extraction]] = {m: [] for m in modes}
     gold_cache: dict[int, Any] = {}
@@ -249,22 +259,22 @@ def evaluate_frame(
         if key not in gold_cache:
             gold_cache[key] = (tuple(sample.choices), gold_value(t, sample.answer, sample.choices))
         choices, gold = gold_cache[key]
-        text, source = (ans.answer, "extraction") if ans.answer and ans.answer.strip() else (cot.cot, "cot")
+        text, source, thinking, truncated = _answer_source(cot, ans, think_tags)
         for k, v in zip(
             _META,
             (d, s, sample.id, t, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger),
-             str(ans.answer_extraction), ci, cot.id, ans.id, source, ans.correct_answer),
+             str(ans.answer_extraction), ci, cot.id, ans.id, source, truncated, ans.correct_answer),
             strict=True,
         ):  # fmt: skip
             meta[k].append(v)
         for m in modes:
-            ckey = (text, t, m, choices, source)
-            e = cache.get(ckey) if memo else None
-            if e is None:
-                e = extract(text, t, mode=m, choices=choices, source=source)  # type: ignore[arg-type]
-                if memo:
-                    cache[ckey] = e
+            e = _extract_memo(cache if memo else None, text, t, m, choices, source)
             cols = per_mode[m]
+            contradiction = False
+            if thinking and e.value is not None:
+                said = _extract_memo(cache if memo else None, thinking, t, m, choices, "cot").value
+                contradiction = said is not None and _vote_key(said, t) != _vote_key(e.value, t)
+            cols["contradicts_thinking"].append(contradiction)
             cols["pred"].append(_fmt(e.value))
             cols["rule"].append(e.rule)
             cols["correct"].append(is_correct(e.value, t, gold))
@@ -274,11 +284,47 @@ def evaluate_frame(
     base = pd.DataFrame(meta)
     frames = [base.assign(mode=m, **per_mode[m]) for m in modes]
     answers = pd.concat(frames, ignore_index=True) if frames else base
-    answers = answers[[*_META[:-1], "mode", "pred", "rule", "correct", "f1", "stored_correct"]]
+    answers = answers[[*_META[:-1], "mode", "pred", "rule", "correct", "f1", "contradicts_thinking", "stored_correct"]]
+    answers["truncated"] = answers["truncated"].astype(bool)
+    answers.loc[answers["truncated"], "correct"] = False  # not scored: left out of every table (see _scored)
     answers["stored_correct"] = answers["stored_correct"].astype(object)
     accuracy = _accuracy_table(answers)
     majority = _majority_table(answers, values, gold_cache, collection, ks)
     return Evaluation(answers=answers, accuracy=accuracy, majority=majority, mode=mode, extractions=extractions)
+
+
+def _answer_source(cot: Any, ans: Any, think_tags: tuple[str, str] | None) -> tuple[str | None, str, str | None, bool]:
+    """(text to extract from, source, the thinking to compare with or None, cut off mid-thought) of one answer."""
+    info = reasoning_info(cot)
+    if ans.answer_extraction == CONTENT_EXTRACTION or info is not None:  # a reasoning model's final content
+        text, source, thinking = ans.answer, "cot", cot.cot
+    elif ans.answer and ans.answer.strip():
+        text, source, thinking = ans.answer, "extraction", None
+    else:
+        text, source, thinking = cot.cot, "cot", None
+    if think_tags is not None and text and (think_tags[0] in text or think_tags[1] in text):
+        inline = split_reasoning(text, think_tags)
+        thinking = inline.reasoning if thinking is None else thinking
+        text = strip_think(text, think_tags)
+    truncated = bool(info is not None and info.truncated) or (
+        thinking is not None and not (text or "").strip() and info is None)
+    return text, source, thinking, truncated
+
+
+def _extract_memo(cache: dict[tuple[Any, ...], Extraction] | None, text: str | None, t: str, m: str,
+                  choices: tuple[str, ...], source: str) -> Extraction:
+    ckey = (text, t, m, choices, source)
+    e = cache.get(ckey) if cache is not None else None
+    if e is None:
+        e = extract(text, t, mode=m, choices=choices, source=source)  # type: ignore[arg-type]
+        if cache is not None:
+            cache[ckey] = e
+    return e
+
+
+def _scored(answers: pd.DataFrame) -> pd.DataFrame:
+    """The answers that are scored: all but those of CoTs cut off mid-thought."""
+    return answers[~answers["truncated"]] if "truncated" in answers and answers["truncated"].any() else answers
 
 
 def _wilson_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -286,7 +332,8 @@ def _wilson_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-ACCURACY_COLUMNS = ["n", "questions", "correct", "accuracy", "ci_low", "ci_high", "stderr", "no_answer", "f1"]
+ACCURACY_COLUMNS = ["n", "questions", "correct", "accuracy", "ci_low", "ci_high", "stderr", "no_answer", "f1", "truncated",
+                    "contradictions"]
 
 
 def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
@@ -303,10 +350,14 @@ def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     keys = [*COMBINATION, "mode"]
+    everything = answers
+    answers = _scored(answers)
     if answers.empty:
         return pd.DataFrame(columns=[*keys, *ACCURACY_COLUMNS])
     g = answers.assign(no_answer=answers["pred"].isna()).groupby(keys, sort=True, dropna=False)
-    table = g.agg(n=("correct", "size"), correct=("correct", "sum"), no_answer=("no_answer", "sum"), f1=("f1", "mean"))
+    table = g.agg(n=("correct", "size"), correct=("correct", "sum"), no_answer=("no_answer", "sum"), f1=("f1", "mean"),
+                  contradictions=("contradicts_thinking", "sum"))
+    table = table.join(everything.groupby(keys, sort=True, dropna=False)["truncated"].sum())
     per_question = answers.groupby([*keys, "sample_id"], sort=True, dropna=False)["correct"].mean()
     q = per_question.groupby(level=list(range(len(keys))), sort=True, dropna=False).agg(["size", "mean", "std"])
     table = table.join(q).reset_index()
@@ -339,6 +390,7 @@ def _majority_table(
     for m, vals in values.items():
         sub = answers[answers["mode"] == m]
         series = pd.Series(vals, index=sub.index, dtype=object)
+        sub = _scored(sub)
         group_keys = [*COMBINATION, "sample_id"]
         groups = sub.groupby(group_keys, sort=False, dropna=False).indices
         if not groups or max(len(ix) for ix in groups.values()) < 2:
@@ -346,7 +398,7 @@ def _majority_table(
         wanted = sorted(set(ks or DEFAULT_KS) | ({max(len(ix) for ix in groups.values())} if ks is None else set()))
         agg: dict[tuple[Any, ...], list[int]] = {}
         for gkey, ix in groups.items():
-            ordered = series.iloc[ix].tolist()  # answers are in file order, i.e. sample order
+            ordered = series.loc[sub.index[ix]].tolist()  # answers are in file order, i.e. sample order
             t, gold = golds.get((gkey[0], gkey[1], gkey[-1]), (None, None))
             for k in wanted:
                 if len(ordered) < k:
@@ -392,10 +444,15 @@ def evaluate(
 
 def set_correct_answers(collection: Collection, result: Evaluation, *, mode: Mode = "strict", overwrite: bool = True) -> int:
     """Write ``result``'s verdicts (``mode``) into ``Answer.correct_answer``; returns how many stored values changed."""
-    verdicts = iter(result.answers.loc[result.answers["mode"] == mode, "correct"].tolist())
+    rows = result.answers.loc[result.answers["mode"] == mode, ["correct", "truncated"]]
+    verdicts = iter(zip(rows["correct"].tolist(), rows["truncated"].tolist(), strict=True))
     changed = 0
     for _, _, _, _, _, ans in _iter_answers(collection):
-        ok = bool(next(verdicts))
+        correct, truncated = next(verdicts)
+        if truncated:  # cut off mid-thought: no answer, not a wrong one
+            ans.correct_answer = None
+            continue
+        ok = bool(correct)
         if ans.correct_answer is None or overwrite:
             if ans.correct_answer is not None and ans.correct_answer != ok:
                 changed += 1

@@ -167,6 +167,9 @@ def _apply_limits(text: str, body: dict[str, Any]) -> tuple[str, str]:
     return text, "stop"
 
 
+_CHOICE_LINE = re.compile(r"^\(?([A-Z])\) ", re.M)
+
+
 def _reasoning_reply(cot: str, body: dict[str, Any], style: str, contradict: bool) -> tuple[str | None, str, str]:
     """(thinking for a reasoning field or None, text, finish_reason) of a reasoning model answering ``cot``.
 
@@ -174,6 +177,10 @@ def _reasoning_reply(cot: str, body: dict[str, Any], style: str, contradict: boo
     ``contradict``).  ``max_tokens`` (in words) covers thinking, tags and content together.
     """
     answer = cot.rstrip(".").rsplit(" ", 1)[-1]
+    letters = _CHOICE_LINE.findall(prompt_text(body))
+    if answer.isdigit() and letters:  # a multiple-choice question: a reasoning model answers with a letter
+        answer = letters[int(answer) % len(letters)]
+        cot = cot.rstrip(".").rsplit(" ", 1)[0] + f" {answer}."
     if contradict:
         answer = "B" if answer == "A" else "A" if len(answer) == 1 and answer.isalpha() else str(int(answer) + 1)
     thought = cot.strip()
