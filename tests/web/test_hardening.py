@@ -208,6 +208,7 @@ app = create_app(ServeSettings(files=[base], db=db, secret_dir=db.parent))
 app.state.db.add_user("root", hash_password(sys.argv[4]), "admin")
 sock = socket.socket()
 sock.bind(("127.0.0.1", 0))
+sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
 print(sock.getsockname()[1], flush=True)
 make_server(app).run(sockets=[sock])
 """
