@@ -57,10 +57,14 @@ log = logging.getLogger(__name__)
 __all__ = [
     "COMBINATION",
     "Evaluation",
+    "bootstrap_interval",
     "evaluate",
     "evaluate_frame",
+    "majority_at_k",
     "majority_vote",
     "model_name",
+    "pass_at_k",
+    "sampling_table",
     "set_correct_answers",
     "wilson_interval",
     "wilson_intervals",
@@ -180,6 +184,8 @@ class Evaluation:
     majority: pd.DataFrame
     mode: Mode = "strict"
     extractions: dict[str, list[Extraction]] = field(default_factory=dict, repr=False)
+    #: pass@k and maj@k from n >= k samples per question (see :func:`sampling_table`); None without repeated samples
+    sampling: pd.DataFrame | None = None
 
     def by_model(self, mode: Mode | None = None) -> dict[str, dict[str, float]]:
         """``{model: {"<instruction>_<cot_trigger>_<answer_extraction>": accuracy}}`` for ``mode``, pooled over
@@ -290,7 +296,9 @@ def evaluate_frame(
     answers["stored_correct"] = answers["stored_correct"].astype(object)
     accuracy = _accuracy_table(answers)
     majority = _majority_table(answers, values, gold_cache, collection, ks)
-    return Evaluation(answers=answers, accuracy=accuracy, majority=majority, mode=mode, extractions=extractions)
+    sampling = sampling_table(answers, values, gold_cache, collection, ks)
+    return Evaluation(answers=answers, accuracy=accuracy, majority=majority, mode=mode, extractions=extractions,
+                      sampling=sampling)
 
 
 def _answer_source(cot: Any, ans: Any, think_tags: tuple[str, str] | None) -> tuple[str | None, str, str | None, bool]:
@@ -415,6 +423,126 @@ def _majority_table(
     return _wilson_columns(table)[columns]
 
 
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k estimator of Chen et al. (2021): 1 - C(n-c, k) / C(n, k), from n samples of which c are correct.
+
+    The probability that at least one of k samples drawn without replacement from the n is correct; computed as
+    a product, stable for any n.  Needs n >= k.
+    """
+    if k > n or k < 1:
+        raise ValueError(f"pass@k needs 1 <= k <= n, got k={k}, n={n}")
+    if n - c < k:
+        return 1.0
+    prod = 1.0
+    for i in range(n - c + 1, n + 1):
+        prod *= 1.0 - k / i
+    return 1.0 - prod
+
+
+def majority_at_k(values: Sequence[Any], correct: Sequence[bool], k: int, answer_type: str, gold: Any, *,
+                  resamples: int = 200, rng: Any = None) -> float:
+    """maj@k averaged over random k-subsets of the n samples (not the first k): the expected accuracy of a
+    majority vote of k samples.  Exact for k = 1 (the mean) and k = n (one subset); else ``resamples`` subsets
+    drawn without replacement.  Ties go to the value that occurs first in the drawn order (:func:`majority_vote`).
+    """
+    import numpy as np
+
+    n = len(values)
+    if k > n or k < 1:
+        raise ValueError(f"maj@k needs 1 <= k <= n, got k={k}, n={n}")
+    if k == 1:
+        return float(np.mean(correct)) if n else math.nan
+    if k == n:
+        return float(is_correct(majority_vote(list(values), answer_type), answer_type, gold))
+    rng = rng if rng is not None else np.random.default_rng(0)
+    hits = 0
+    for _ in range(resamples):
+        pick = rng.permutation(n)[:k]
+        hits += is_correct(majority_vote([values[i] for i in pick], answer_type), answer_type, gold)
+    return hits / resamples
+
+
+def bootstrap_interval(per_question: Any, *, iters: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean over questions (the questions are resampled with replacement)."""
+    import numpy as np
+
+    q = np.asarray(per_question, dtype=float)
+    if q.size == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = q[rng.integers(0, q.size, size=(iters, q.size))].mean(axis=1)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    mean = float(q.mean())
+    return (min(mean, float(low)), max(mean, float(high)))
+
+
+SAMPLING_COLUMNS = ["questions", "samples", "pass_at_k", "pass_ci_low", "pass_ci_high", "maj_at_k", "maj_ci_low", "maj_ci_high"]
+
+
+def sampling_table(
+    answers: pd.DataFrame,
+    values: dict[str, list[Any]],
+    gold_cache: dict[int, Any],
+    collection: Collection,
+    ks: Sequence[int] | None,
+    *,
+    resamples: int = 200,
+    bootstrap_iters: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """pass@k and maj@k per combination, mode and k, from the questions with at least k samples.
+
+    Per question: the unbiased pass@k (:func:`pass_at_k`) and maj@k averaged over resamples
+    (:func:`majority_at_k`); the table holds their means over ``questions`` and 95% percentile bootstrap
+    intervals over questions (``bootstrap_iters`` resamples of the questions).  ``samples`` is the mean
+    number of samples per question.  Every random draw is seeded: the table is reproducible.
+    """
+    import numpy as np
+    import pandas as pd
+
+    keys = [*COMBINATION, "mode", "k"]
+    columns = [*keys, *SAMPLING_COLUMNS]
+    if answers.empty:
+        return pd.DataFrame(columns=columns)
+    golds = {(d, s, x.id): (x.type, gold_cache.get(id(x), ((), None))[1]) for d, s, x in collection.samples()}
+    rows: list[tuple[Any, ...]] = []
+    for m, vals in values.items():
+        sub = answers[answers["mode"] == m]
+        series = pd.Series(vals, index=sub.index, dtype=object)
+        sub = _scored(sub)
+        groups = sub.groupby([*COMBINATION, "sample_id"], sort=True, dropna=False).indices
+        if not groups or max(len(ix) for ix in groups.values()) < 2:
+            continue
+        largest = max(len(ix) for ix in groups.values())
+        wanted = sorted(k for k in set(ks or DEFAULT_KS) | ({largest} if ks is None else set()) if k >= 1)
+        per_cell: dict[tuple[Any, ...], dict[int, tuple[list[float], list[float], list[int]]]] = {}
+        for gkey, ix in groups.items():
+            labels = sub.index[ix]
+            ordered = series.loc[labels].tolist()
+            correct = [bool(x) for x in sub.loc[labels, "correct"].tolist()]
+            t, gold = golds.get((gkey[0], gkey[1], gkey[-1]), (None, None))
+            n, c = len(ordered), sum(correct)
+            rng = np.random.default_rng([seed, n, c, len(per_cell)])
+            cell = per_cell.setdefault(tuple(gkey[:-1]), {})
+            for k in wanted:
+                if k > n:
+                    continue
+                slot = cell.setdefault(k, ([], [], []))
+                slot[0].append(pass_at_k(n, c, k))
+                slot[1].append(majority_at_k(ordered, correct, k, t or "number", gold, resamples=resamples, rng=rng))
+                slot[2].append(n)
+        for ckey, by_k in per_cell.items():
+            for k, (passes, majs, ns) in by_k.items():
+                p_low, p_high = bootstrap_interval(passes, iters=bootstrap_iters, seed=seed)
+                m_low, m_high = bootstrap_interval(majs, iters=bootstrap_iters, seed=seed)
+                rows.append((*ckey, m, k, len(passes), float(np.mean(ns)), float(np.mean(passes)), p_low, p_high,
+                             float(np.mean(majs)), m_low, m_high))
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    return pd.DataFrame(rows, columns=columns).sort_values(keys, kind="stable").reset_index(drop=True)
+
+
 def evaluate(
     collection: Collection,
     *,
@@ -462,7 +590,7 @@ def set_correct_answers(collection: Collection, result: Evaluation, *, mode: Mod
 
 def _markdown(frame: pd.DataFrame) -> str:
     shown = frame.copy()
-    for col in ("accuracy", "ci_low", "ci_high"):
+    for col in ("accuracy", "ci_low", "ci_high", *SAMPLING_COLUMNS[2:]):
         if col in shown:
             shown[col] = shown[col].map(lambda v: "" if v != v else f"{100 * v:.1f}")
     if "f1" in shown:
@@ -476,8 +604,11 @@ def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Pa
 
     out = Path(out_dir)
     written: list[Path] = []
-    for name, frame in (("accuracy", result.accuracy), ("majority", result.majority)):
-        if name == "majority" and frame.empty:
+    tables = [("accuracy", result.accuracy), ("majority", result.majority)]
+    if result.sampling is not None:
+        tables.append(("sampling", result.sampling))
+    for name, frame in tables:
+        if name != "accuracy" and frame.empty:
             continue
         for ext, render in (("csv", lambda f: f.to_csv(index=False)), ("md", _markdown)):
             path = out / f"{name}.{ext}"

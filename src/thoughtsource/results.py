@@ -22,7 +22,10 @@ the checkout was dirty), ``models`` (every model that produced the CoTs, with it
 service, fragments versions and CoT count), ``cells`` (one per dataset, split, model, instruction,
 trigger, extraction and mode: ``n`` answers, ``questions``, ``correct``, ``accuracy``, the 95%
 ``interval`` and its method, ``stderr``, ``no_answer``, ``no_answer_rate``, ``f1``), ``majority``
-(maj@k, the same per k) and ``pooled_by_model`` (per mode and model, over datasets and splits).
+(maj@k of the first k samples, lm-eval's shortcut, the same per k), ``sampling`` (per cell and k: the unbiased
+pass@k of Chen et al. 2021 and maj@k averaged over random k-subsets, each with a 95% bootstrap interval over
+questions; also in ``results`` as ``pass@k,none`` and ``maj@k,resampled``) and ``pooled_by_model`` (per mode
+and model, over datasets and splits).
 
 NaN (an accuracy over zero answers) is written as ``null``, so the file is strict JSON.
 """
@@ -131,6 +134,25 @@ def _cells(frame: pd.DataFrame, extra_keys: Sequence[str] = ()) -> list[dict[str
             cell.update(no_answer=int(row["no_answer"]), no_answer_rate=row["no_answer"] / n if n else None)
         if "f1" in row and row["f1"] == row["f1"]:
             cell["f1"] = row["f1"]
+        if row.get("truncated"):  # reasoning CoTs cut off mid-thought: not scored, not in n
+            cell["truncated"] = int(row["truncated"])
+        if row.get("contradictions"):
+            cell["contradicts_thinking"] = int(row["contradictions"])
+        cells.append(cell)
+    return json_safe(cells)
+
+
+def _sampling_cells(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """pass@k and resampled maj@k per cell and k, with their bootstrap-over-questions intervals."""
+    cells = []
+    for row in frame.to_dict("records"):
+        cell: dict[str, Any] = {k: row[k] for k in (*CELL_KEYS, "k")}
+        cell.update(questions=int(row["questions"]), samples_per_question=row["samples"])
+        for name, prefix in (("pass_at_k", "pass"), ("maj_at_k", "maj")):
+            cell[name] = {"value": row[name], "interval": {"method": "bootstrap-over-questions", "level": 0.95,
+                                                           "low": row[f"{prefix}_ci_low"], "high": row[f"{prefix}_ci_high"]}}
+        cell["pass_at_k"]["estimator"] = "unbiased (Chen et al. 2021)"
+        cell["maj_at_k"]["estimator"] = "mean over random k-subsets"
         cells.append(cell)
     return json_safe(cells)
 
@@ -175,6 +197,14 @@ def _harness_sections(result: Evaluation, mode: str) -> dict[str, Any]:
         if task in results:
             results[task][f"acc,maj@{row['k']}"] = row["accuracy"]
             results[task][f"acc_stderr,maj@{row['k']}"] = _binomial_stderr(row["accuracy"], int(row["n"]))
+    sampling = result.sampling
+    if sampling is not None and not sampling.empty:
+        for row in sampling[sampling["mode"] == mode].to_dict("records"):
+            task = task_name(row)
+            if task in results:  # the unbiased estimator and the resampled vote; their intervals bootstrap the questions
+                k = row["k"]
+                results[task][f"pass@{k},none"] = row["pass_at_k"]
+                results[task][f"maj@{k},resampled"] = row["maj_at_k"]
     return {
         "results": results,
         "group_subtasks": {task: [] for task in results},
@@ -205,6 +235,7 @@ def results_document(result: Evaluation, collection: Collection, *, file: str | 
         "models": models,
         "cells": _cells(result.accuracy),
         "majority": _cells(result.majority, ("k",)) if not result.majority.empty else [],
+        "sampling": _sampling_cells(result.sampling) if result.sampling is not None else [],
         "pooled_by_model": pooled,
     }
     return json_safe({

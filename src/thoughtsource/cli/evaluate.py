@@ -116,6 +116,17 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
         for _, r in maj.iterrows():
             mt.add_row(str(r["dataset"]), str(r["model"]), str(r["cot_trigger"]), str(r["k"]), str(r["n"]), _acc(r))
         stdout.print(mt)
+    sampling = result.sampling
+    if sampling is not None and not sampling.empty and not (sub := sampling[sampling["mode"] == m]).empty:
+        st = Table(title=f"pass@k and maj@k over resamples ({m}; 95% bootstrap CI over questions)")
+        for col in ("dataset", "model", "trigger", "k", "questions", "pass@k %", "maj@k %"):
+            st.add_column(col, justify="left" if col in ("dataset", "model", "trigger") else "right", no_wrap=True,
+                          overflow="ellipsis")
+        for _, r in sub.iterrows():
+            st.add_row(str(r["dataset"]), str(r["model"]), str(r["cot_trigger"]), str(r["k"]), str(r["questions"]),
+                       f"{_pct(r['pass_at_k'])} ({_pct(r['pass_ci_low'])}–{_pct(r['pass_ci_high'])})",
+                       f"{_pct(r['maj_at_k'])} ({_pct(r['maj_ci_low'])}–{_pct(r['maj_ci_high'])})")
+        stdout.print(st)
 
 
 def register(app: typer.Typer) -> None:
