@@ -326,7 +326,7 @@ def test_admin_adjudicates_a_disagreement_and_the_export_has_the_final_label(mak
         assert row.count() == 1
         assert page.locator('table.confusion[data-label="Too verbose"] caption').text_content().startswith("Too verbose (1 pair)")
         row.locator("text=final: yes").click()
-        page.wait_for_url(re.compile(r".*/adjudicate\?notice=.*"))
+        page.wait_for_url(re.compile(r".*/adjudicate\?msg=.*"))
         assert "final: " in page.locator(f'tr.disagreement[data-cot-id="{c0}"]').first.text_content()
         exported = page.request.get(base + "/export?format=thoughtsource-json").json()
     cot = next(c for c in exported[it.dataset][it.split] if c["id"] == it.sample.id)["generated_cot"][0]
@@ -354,7 +354,7 @@ def test_malformed_upload_shows_the_error_and_changes_nothing(make_app, served, 
             page.goto(base + "/admin/data")
             page.set_input_files('input[type="file"]', str(f))
             page.click("text=Upload")
-            page.wait_for_url(re.compile(r".*/admin/data\?error=.*"))
+            page.wait_for_url(re.compile(r".*/admin/data\?msg=.*"))
             msg = page.locator("#page-error").text_content()
             assert all(w in msg for w in words), msg
             assert str(tmp_path) not in msg
@@ -362,7 +362,7 @@ def test_malformed_upload_shows_the_error_and_changes_nothing(make_app, served, 
             assert not any(app.state.settings.upload_dir.glob("*")) if app.state.settings.upload_dir.exists() else True
         page.set_input_files('input[type="file"]', str(good))
         page.click("text=Upload")
-        page.wait_for_url(re.compile(r".*/admin/data\?notice=.*"))
+        page.wait_for_url(re.compile(r".*/admin/data\?msg=.*"))
         assert len(app.state.data.items) == before + 1
         page.goto(base + "/sample/uploaded_ds/test/u1")
         assert page.locator("h1.qtext").text_content() == "2+2?"

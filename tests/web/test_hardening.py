@@ -392,3 +392,22 @@ def test_the_password_queue_bounds_each_client() -> None:
     other = q.submit("10.0.0.2", lambda: "ok")  # another address still gets in
     release.set()
     assert running.result(60) is True and other.result(60) == "ok" and q.waiting == 0
+
+
+# --------------------------------------------------------------------------- 7. messages by id, not by text
+def test_admin_pages_show_messages_by_server_issued_id_only(annotator_server, served) -> None:
+    """``?error=`` and ``?notice=`` put any text on the admin pages (escaped, but a spoofed message all the same)."""
+    app, base = annotator_server
+    add_user(app, "root2", "admin")
+    spoof = "Your password expired: mail it to evil@example.com"
+    root, csrf = http_login(base, "root")
+    other, _ = http_login(base, "root2")
+    with closing(root), closing(other):
+        for page in ("/admin/data", "/admin/users", "/adjudicate"):
+            for q in ("error", "notice", "msg"):
+                r = root.get(f"{page}?{q}={spoof.replace(' ', '%20')}")
+                assert r.status_code == 200 and "evil@example.com" not in r.text, (page, q)
+        r = root.post("/admin/blind", data={"on": "true", "csrf_token": csrf})
+        assert r.status_code == 303 and re.fullmatch(r"/admin/data\?msg=[\w-]+", r.headers["location"])
+        assert "blind review on" in root.get(r.headers["location"]).text
+        assert "blind review on" not in other.get(r.headers["location"]).text  # another admin: the id is not theirs

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
-from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request, UploadFile
 from fastapi.responses import RedirectResponse, Response
@@ -32,7 +31,7 @@ from ..errors import Cancelled, DataError, StoreError, ThoughtSourceError
 from . import agreement as agreement_mod
 from . import auth
 from .data import ServedData, sample_done
-from .db import ROLES, STEP_KEY, STEP_VALUES, CotRef
+from .db import ROLES, STEP_KEY, STEP_VALUES, CotRef, User
 from .limits import MAX_UPLOAD_BYTES
 from .routes import CurrentUser, _data, _db, _render, check_csrf, sample_path
 
@@ -43,9 +42,15 @@ admin = APIRouter(dependencies=[Depends(check_csrf)])
 UPLOAD_SUFFIXES = (".json", ".jsonl", ".parquet")
 
 
-def _back(url: str, notice: str = "", error: str = "") -> Response:
-    q = "?notice=" + quote(notice, safe="") if notice else ("?error=" + quote(error, safe="") if error else "")
+def _back(request: Request, user: User, url: str, notice: str = "", error: str = "") -> Response:
+    """Redirect to ``url``, which shows ``notice`` or ``error`` by a message id (``?msg=``), never by text in the URL."""
+    q = "?msg=" + request.app.state.notices.put(user, notice, error) if notice or error else ""
     return RedirectResponse(url + q, status_code=303)
+
+
+def _message(request: Request, user: User, msg: str) -> dict[str, str]:
+    notice, error = request.app.state.notices.get(user, msg) if msg else ("", "")
+    return {"notice": notice, "error": error}
 
 
 # --------------------------------------------------------------------------- agreement and progress
@@ -83,7 +88,7 @@ def _step_text(value: Any) -> str:
 
 
 @admin.get("/adjudicate")
-def adjudicate_page(request: Request, user: CurrentUser, notice: str = "", error: str = "") -> Response:
+def adjudicate_page(request: Request, user: CurrentUser, msg: str = "") -> Response:
     """Every CoT and label where annotators disagree, with a confusion matrix per label; set the final label."""
     auth.require_admin(user)
     data, db = _data(request), _db(request)
@@ -102,7 +107,7 @@ def adjudicate_page(request: Request, user: CurrentUser, notice: str = "", error
             "final": None if d.final is None else (_step_text(d.final) if d.key == STEP_KEY else ("yes" if d.final else "no")),
         })
     return _render(request, "adjudicate.html", user, items=shown, total=len(items), confusions=confusions,
-                   open=sum(1 for d in items if d.final is None), notice=notice, error=error)
+                   open=sum(1 for d in items if d.final is None), **_message(request, user, msg))
 
 
 def _step_editor(data: ServedData, d: agreement_mod.Disagreement) -> dict[str, Any]:
@@ -152,7 +157,7 @@ async def adjudicate_steps(request: Request, user: CurrentUser) -> Response:
         labels[first] = -1
     await run_in_threadpool(_db(request).adjudicate, ref, STEP_KEY, {"labels": labels, "first_error": first}, user.name)
     log.info("%s adjudicated the step labels of %s", user.name, ref)
-    return _back("/adjudicate", notice="final step labels saved")
+    return _back(request, user, "/adjudicate", notice="final step labels saved")
 
 
 @admin.post("/adjudicate")
@@ -169,7 +174,7 @@ def adjudicate(request: Request, user: CurrentUser, dataset: Annotated[str, Form
     labels = request.app.state.settings.labels
     if value == "":
         db.adjudicate(ref, key, None, user.name)
-        return _back("/adjudicate", notice="final label cleared")
+        return _back(request, user, "/adjudicate", notice="final label cleared")
     try:
         parsed = json.loads(value)
     except json.JSONDecodeError:
@@ -188,14 +193,14 @@ def adjudicate(request: Request, user: CurrentUser, dataset: Annotated[str, Form
         raise DataError(f"cannot adjudicate {key!r}; one of {', '.join([*labels, STEP_KEY])}", field="key")
     db.adjudicate(ref, key, parsed, user.name)
     log.info("%s adjudicated %s on %s", user.name, key, ref)
-    return _back("/adjudicate", notice="final label saved")
+    return _back(request, user, "/adjudicate", notice="final label saved")
 
 
 # --------------------------------------------------------------------------- users
 @admin.get("/admin/users")
-def users_page(request: Request, user: CurrentUser, notice: str = "", error: str = "") -> Response:
+def users_page(request: Request, user: CurrentUser, msg: str = "") -> Response:
     auth.require_admin(user)
-    return _render(request, "users.html", user, users=_db(request).users(), roles=ROLES, notice=notice, error=error)
+    return _render(request, "users.html", user, users=_db(request).users(), roles=ROLES, **_message(request, user, msg))
 
 
 @admin.post("/admin/users")
@@ -207,9 +212,9 @@ def change_user(request: Request, user: CurrentUser, name: Annotated[str, Form(m
     db = _db(request)
     target = db.user(name)
     if target is None:
-        return _back("/admin/users", error=f"no user named {name!r}")
+        return _back(request, user, "/admin/users", error=f"no user named {name!r}")
     if target.id == user.id:
-        return _back("/admin/users", error="change your own account from the command line")
+        return _back(request, user, "/admin/users", error="change your own account from the command line")
     try:
         if action == "role":
             db.set_role(target.name, role)
@@ -218,19 +223,19 @@ def change_user(request: Request, user: CurrentUser, name: Annotated[str, Form(m
         else:
             db.set_disabled(target.name, action == "disable")
     except StoreError as e:
-        return _back("/admin/users", error=str(e))
+        return _back(request, user, "/admin/users", error=str(e))
     log.info("%s: %s %s %s", user.name, action, target.name, role)
-    return _back("/admin/users", notice=f"{target.name}: {action} {role}".strip())
+    return _back(request, user, "/admin/users", notice=f"{target.name}: {action} {role}".strip())
 
 
 # --------------------------------------------------------------------------- data: upload, per-file export, blind, tokens
 @admin.get("/admin/data")
-def data_page(request: Request, user: CurrentUser, notice: str = "", error: str = "", token: str = "") -> Response:
+def data_page(request: Request, user: CurrentUser, msg: str = "", token: str = "") -> Response:
     auth.require_admin(user)
     data, db = _data(request), _db(request)
     files = [{"index": i, "name": name, "samples": sum(1 for _ in c.samples())} for i, (name, c) in enumerate(data.sources)]
     return _render(request, "data.html", user, files=files, blind_db=bool(db.setting("blind", False)),
-                   blind_server=request.app.state.settings.blind, tokens=db.tokens(), notice=notice, error=error,
+                   blind_server=request.app.state.settings.blind, tokens=db.tokens(), **_message(request, user, msg),
                    new_token=request.app.state.new_tokens.pop(token, None) if token else None)
 
 
@@ -342,7 +347,7 @@ async def upload(request: Request, user: CurrentUser, file: UploadFile) -> Respo
     auth.require_admin(user)
     lock: asyncio.Lock = request.app.state.upload_lock
     if lock.locked():  # one upload at a time (each builds on the data the last one left): say so, do not queue
-        return _back("/admin/data", error="another upload is being processed; try again when it is done")
+        return _back(request, user, "/admin/data", error="another upload is being processed; try again when it is done")
     async with lock:
         try:
             name = _upload_name(file.filename or "")
@@ -351,22 +356,22 @@ async def upload(request: Request, user: CurrentUser, file: UploadFile) -> Respo
                                              request.app.state.stopping)
         except DataError as e:
             log.warning("%s: upload refused: %s", user.name, e)
-            return _back("/admin/data", error=str(e))
+            return _back(request, user, "/admin/data", error=str(e))
         except Cancelled:
             log.warning("%s: upload of %s stopped: the server is shutting down; nothing stored", user.name, file.filename)
-            return _back("/admin/data", error="the server is shutting down; the upload was not stored")
+            return _back(request, user, "/admin/data", error="the server is shutting down; the upload was not stored")
         request.app.state.data = done.data  # one reference swap: requests in flight keep the old data
         request.app.state.sim_cache = {}
     log.info("%s uploaded %s: now serving %d samples", user.name, done.target.name, len(done.data.items))
     merged = f", {done.merged} of them already served (their CoTs were added)" if done.merged else ""
-    return _back("/admin/data", notice=f"added {done.target.name}: {done.samples} samples{merged}, {done.new_cots} new CoTs")
+    return _back(request, user, "/admin/data", notice=f"added {done.target.name}: {done.samples} samples{merged}, {done.new_cots} new CoTs")
 
 
 @admin.post("/admin/blind")
 def set_blind(request: Request, user: CurrentUser, on: Annotated[bool, Form()]) -> Response:
     auth.require_admin(user)
     _db(request).set_setting("blind", on)
-    return _back("/admin/data", notice="blind review " + ("on" if on else "off"))
+    return _back(request, user, "/admin/data", notice="blind review " + ("on" if on else "off"))
 
 
 @admin.post("/admin/tokens")
@@ -383,5 +388,5 @@ def create_token(request: Request, user: CurrentUser, label: Annotated[str, Form
 def revoke_token(request: Request, user: CurrentUser, token_id: Annotated[int, Form()]) -> Response:
     auth.require_admin(user)
     _db(request).revoke_token(token_id)
-    return _back("/admin/data", notice=f"token {token_id} revoked")
+    return _back(request, user, "/admin/data", notice=f"token {token_id} revoked")
 

@@ -29,6 +29,7 @@ from .auth import SESSION_COOKIE, Forbidden, LoginThrottle, NotAuthenticated, Se
 from .data import NotFound, ServedData
 from .db import AnnotationDB, User
 from .limits import BodyLimits, BodyTooLarge
+from .notices import Notices
 from .similarity import DEFAULT_THRESHOLD
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
         data = ServedData.load([*settings.files, *uploaded])
     app.state.data = data
     app.state.new_tokens = {}
+    app.state.notices = Notices()
     app.state.upload_lock = asyncio.Lock()  # one upload at a time: each builds on the data the last one left
     app.state.stopping = threading.Event()  # set on SIGTERM/SIGINT (Server below): long work stops
     app.state.sessions = Sessions(db, secret)
