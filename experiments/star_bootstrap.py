@@ -80,9 +80,10 @@ def main() -> int:
                    "--resume", "--threads", "1"]
             bases[s] = pool.submit(_run, cmd, logs / f"base_{s}.log", lock)
         runs: list[Future[None]] = []
-        for s in seeds:
-            bases[s].result()  # the arms of seed s start once its base exists (bases of later seeds run meanwhile)
-            for arm in arms:
+        # arm-major: every seed's `star` arm (the acceptance rule's) runs before any seed's controls
+        for arm in arms:
+            for s in seeds:
+                bases[s].result()  # an arm starts once its seed's base exists (other bases build meanwhile)
                 cmd = [*cli, "star", "run", "--config", str(args.run_config), "--model", str(args.root / f"base_{s}"),
                        "--seed", str(s), "--out", str(args.root / f"seed_{s}" / arm), "--resume", "--threads", "1", *ARMS[arm]]
                 runs.append(pool.submit(_run, cmd, logs / f"seed_{s}_{arm}.log", lock))
