@@ -47,6 +47,7 @@ COMMAND_MODULES = [
     "thoughtsource.cli.model_server",
     "thoughtsource.cli.demo",
     "thoughtsource.cli.star",
+    "thoughtsource.cli.training_data",
 ]
 
 _state = {"debug": False}
