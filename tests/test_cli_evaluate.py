@@ -155,3 +155,34 @@ def test_piped_tables_are_neither_cut_nor_truncated(tmp_path: Path) -> None:
     assert "…" not in p.stdout
     rows = [line for line in p.stdout.splitlines() if model in line]
     assert len(rows) >= 2 and any("│ 3 " in r or " 3 │" in r for r in rows)  # the maj@3 row, whole, on one line
+
+
+def test_evaluate_reports_reasoning_length_truncation_and_accuracy_by_length(tmp_path: Path) -> None:
+    import matplotlib.image as mpimg
+
+    from test_evaluate import _reasoning_collection  # tests/ is on sys.path (rootdir-relative, no package)
+
+    src = tmp_path / "reasoning.json"
+    _reasoning_collection().dump(src)
+    out = tmp_path / "ev"
+    r = runner.invoke(app, ["evaluate", str(src), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "reasoning length per model" in r.output
+    table = r.output.split("reasoning length per model")[1]
+    row = next(line for line in table.splitlines() if line.strip("│ ").startswith("r1"))
+    assert [c.strip() for c in row.strip("│ ").split("│")][1:] == ["10", "tokens", "136", "19", "55", "500", "500",
+                                                                   "20.0 (5.7–51.0)"]
+    for name in ("reasoning.csv", "reasoning.md", "accuracy_by_length.csv", "accuracy_by_length.md", "reasoning.png"):
+        assert (out / name).exists(), name
+    assert mpimg.imread(out / "reasoning.png").shape[1] > 1000
+    doc = json.loads((out / "results.json").read_text())["thoughtsource"]
+    assert {c["model"]: c["truncation_rate"] for c in doc["reasoning"]} == {"plain": 0.0, "r1": 0.2}
+    strict = [c for c in doc["accuracy_by_length"] if c["mode"] == "strict" and c["model"] == "r1"]
+    assert [(c["bin"], c["length_median"], c["accuracy"]) for c in strict] == [(1, 15, 1), (2, 35, 1), (3, 55, 0), (4, 75, 0)]
+
+
+def test_evaluate_without_reasoning_models_writes_no_reasoning_tables(tmp_path: Path, examples_dir: Path) -> None:
+    out = tmp_path / "ev"
+    r = runner.invoke(app, ["evaluate", str(examples_dir / "annotated" / "annotated_wt_davinci.json"), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "reasoning length" not in r.output and not (out / "reasoning.csv").exists() and not (out / "reasoning.png").exists()

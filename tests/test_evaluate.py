@@ -242,3 +242,40 @@ def test_accuracies_are_never_pooled_across_models(examples_dir: Path) -> None:
     assert evaluate_frame(gpt4).to_dict(by_model=True) == {"accuracy": {"gpt-4": alone["gpt-4"]}}
     with pytest.raises(ValueError, match="2 models"):
         r.to_dict(by_model=False)
+
+
+def _reasoning_collection():
+    """Model r1 reasons (token counts recorded): 8 finished CoTs of 10..80 reasoning tokens, the short half right and
+    the long half wrong, and 2 cut off mid-thought at 500 tokens; model plain writes 3 CoTs of 3, 5 and 7 words."""
+    from thoughtsource.collection import Collection
+    from thoughtsource.reasoning import CONTENT_EXTRACTION
+    from thoughtsource.schema import Answer, GeneratedCot, Sample
+
+    def r1(i: int, tokens: int, answer: str, truncated: bool = False) -> GeneratedCot:
+        return GeneratedCot(id=f"r{i}", cot="think " * (tokens // 2), model={"name": "r1"},
+                            answers=[Answer(id=f"r{i}a", answer_extraction=CONTENT_EXTRACTION, answer=answer)],
+                            reasoning={"source": "reasoning_content", "reasoning_tokens": tokens, "answer_tokens": 4,
+                                       "truncated": truncated})
+
+    cots = [r1(i, 10 * (i + 1), "The answer is 7." if i < 4 else "The answer is 8.") for i in range(8)]
+    cots += [r1(8, 500, "", True), r1(9, 500, "", True)]
+    cots += [GeneratedCot(id=f"p{n}", cot=" ".join(["so"] * n), model={"name": "plain"},
+                          answers=[Answer(id=f"p{n}a", answer_extraction="kojima-numerals", answer="7")]) for n in (3, 5, 7)]
+    sample = Sample(id="q", question="3 + 4?", type="number", answer=["7"], generated_cot=cots)
+    return Collection(data={"toy": {"test": [sample]}})
+
+
+def test_reasoning_length_distribution_truncation_rate_and_accuracy_by_length() -> None:
+    result = evaluate_frame(_reasoning_collection())
+    assert result.has_reasoning
+    r = {row["model"]: row for row in result.reasoning.to_dict("records")}
+    assert (r["r1"]["unit"], r["r1"]["cots"], r["r1"]["reasoning_cots"], r["r1"]["truncated"]) == ("tokens", 10, 10, 2)
+    assert (r["r1"]["mean"], r["r1"]["median"], r["r1"]["max"], r["r1"]["truncation_rate"]) == (136.0, 55.0, 500.0, 0.2)
+    assert r["r1"]["trunc_ci_low"] < 0.2 < r["r1"]["trunc_ci_high"]
+    assert (r["plain"]["unit"], r["plain"]["median"], r["plain"]["truncation_rate"]) == ("words", 5.0, 0.0)
+    b = result.by_length[(result.by_length["mode"] == "strict") & (result.by_length["model"] == "r1")]
+    assert b["bin"].tolist() == [1, 2, 3, 4] and b["n"].tolist() == [2, 2, 2, 2]  # the truncated CoTs are not scored
+    assert b["accuracy"].tolist() == [1.0, 1.0, 0.0, 0.0]
+    assert b[["length_low", "length_high"]].values.tolist() == [[10, 20], [30, 40], [50, 60], [70, 80]]
+    plain = result.by_length[(result.by_length["mode"] == "strict") & (result.by_length["model"] == "plain")]
+    assert plain["unit"].unique().tolist() == ["words"] and plain["n"].sum() == 3 and plain["accuracy"].tolist() == [1.0] * len(plain)

@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "COMBINATION",
     "Evaluation",
+    "accuracy_by_length",
     "bootstrap_interval",
     "evaluate",
     "evaluate_frame",
@@ -64,6 +65,8 @@ __all__ = [
     "majority_vote",
     "model_name",
     "pass_at_k",
+    "reasoning_lengths",
+    "reasoning_table",
     "sampling_table",
     "set_correct_answers",
     "wilson_interval",
@@ -186,6 +189,17 @@ class Evaluation:
     extractions: dict[str, list[Extraction]] = field(default_factory=dict, repr=False)
     #: pass@k and maj@k from n >= k samples per question (see :func:`sampling_table`); None without repeated samples
     sampling: pd.DataFrame | None = None
+    #: one row per CoT: its reasoning length and whether it was cut off (:func:`reasoning_lengths`)
+    lengths: pd.DataFrame | None = None
+    #: per model: reasoning length distribution and truncation rate (:func:`reasoning_table`)
+    reasoning: pd.DataFrame | None = None
+    #: per mode, model and reasoning-length quartile: accuracy (:func:`accuracy_by_length`)
+    by_length: pd.DataFrame | None = None
+
+    @property
+    def has_reasoning(self) -> bool:
+        """Whether any CoT comes from a reasoning model (its reasoning tables and plot are written)."""
+        return self.lengths is not None and bool(self.lengths["reasoning_model"].any())
 
     def by_model(self, mode: Mode | None = None) -> dict[str, dict[str, float]]:
         """``{model: {"<instruction>_<cot_trigger>_<answer_extraction>": accuracy}}`` for ``mode``, pooled over
@@ -297,8 +311,87 @@ def evaluate_frame(
     accuracy = _accuracy_table(answers)
     majority = _majority_table(answers, values, gold_cache, collection, ks)
     sampling = sampling_table(answers, values, gold_cache, collection, ks)
+    lengths = reasoning_lengths(collection)
     return Evaluation(answers=answers, accuracy=accuracy, majority=majority, mode=mode, extractions=extractions,
-                      sampling=sampling)
+                      sampling=sampling, lengths=lengths, reasoning=reasoning_table(lengths),
+                      by_length=accuracy_by_length(answers, lengths))
+
+
+# --------------------------------------------------------------------------- reasoning length
+def reasoning_lengths(collection: Collection) -> pd.DataFrame:
+    """One row per CoT: ``model``, ``reasoning_model`` (it has a reasoning record), ``tokens`` (the reasoning tokens
+    that record counts; NaN without one), ``words`` (of the CoT, which is the reasoning of a reasoning model) and
+    ``truncated`` (cut off mid-thought)."""
+    import pandas as pd
+
+    rows = []
+    for d, s, sample in collection.samples():
+        for ci, cot in enumerate(sample.generated_cot):
+            info = reasoning_info(cot)
+            tokens = float(info.reasoning_tokens) if info is not None and info.reasoning_tokens > 0 else math.nan
+            rows.append((d, s, sample.id, ci, model_name(cot.model), info is not None, tokens, len((cot.cot or "").split()),
+                         bool(info is not None and info.truncated)))
+    return pd.DataFrame(rows, columns=["dataset", "split", "sample_id", "cot_index", "model", "reasoning_model", "tokens",
+                                       "words", "truncated"])
+
+
+def _length_unit(group: pd.DataFrame) -> str:
+    """Tokens when every CoT of the model has a reasoning token count, else words."""
+    return "tokens" if len(group) and group["tokens"].notna().all() else "words"
+
+
+REASONING_COLUMNS = ["model", "cots", "reasoning_cots", "unit", "mean", "p10", "median", "p90", "max", "truncated",
+                     "truncation_rate", "trunc_ci_low", "trunc_ci_high"]
+
+
+def reasoning_table(lengths: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the distribution of reasoning lengths (mean, 10th / 50th / 90th percentile, max; in tokens when the
+    model's records count them, else words) and the truncation rate (CoTs cut off mid-thought, 95% Wilson interval)."""
+    import pandas as pd
+
+    rows = []
+    for model, g in lengths.groupby("model", sort=True):
+        unit = _length_unit(g)
+        x = g[unit].astype(float)
+        k, n = int(g["truncated"].sum()), len(g)
+        lo, hi = wilson_interval(k, n)
+        rows.append((model, n, int(g["reasoning_model"].sum()), unit, x.mean(), x.quantile(0.1), x.median(), x.quantile(0.9),
+                     x.max(), k, k / n, lo, hi))
+    return pd.DataFrame(rows, columns=REASONING_COLUMNS)
+
+
+BY_LENGTH_COLUMNS = ["mode", "model", "unit", "bin", "length_low", "length_high", "length_median", "n", "correct", "accuracy",
+                     "ci_low", "ci_high"]
+
+
+def accuracy_by_length(answers: pd.DataFrame, lengths: pd.DataFrame, bins: int = 4) -> pd.DataFrame:
+    """Accuracy against reasoning length: per mode and model, the scored answers split at the quantiles of their
+    CoTs' reasoning length (``bins`` groups, fewer when lengths repeat), each with its 95% Wilson interval.
+    CoTs cut off mid-thought are not scored (their rate is in :func:`reasoning_table`)."""
+    import pandas as pd
+
+    keys = ["dataset", "split", "sample_id", "cot_index"]
+    scored = _scored(answers)
+    if scored.empty or lengths.empty:
+        return pd.DataFrame(columns=BY_LENGTH_COLUMNS)
+    joined = scored.merge(lengths[[*keys, "tokens", "words"]], on=keys, how="left")
+    rows = []
+    for model, g in lengths.groupby("model", sort=True):
+        unit = _length_unit(g)
+        mine = joined[joined["model"] == model]
+        if mine.empty:
+            continue
+        edges = sorted(set(g[~g["truncated"]][unit].astype(float).quantile([i / bins for i in range(bins + 1)]).tolist()))
+        if len(edges) < 2:  # one length only: one bin
+            cut = pd.Series(0, index=mine.index)
+        else:
+            cut = pd.cut(mine[unit].astype(float), edges, include_lowest=True, labels=False).fillna(0).astype(int)
+        for (mode, b), h in mine.groupby([mine["mode"], cut], sort=True):
+            x = h[unit].astype(float)
+            k = int(h["correct"].sum())
+            lo, hi = wilson_interval(k, len(h))
+            rows.append((mode, model, unit, int(b) + 1, x.min(), x.max(), x.median(), len(h), k, k / len(h), lo, hi))
+    return pd.DataFrame(rows, columns=BY_LENGTH_COLUMNS)
 
 
 def _answer_source(cot: Any, ans: Any, think_tags: tuple[str, str] | None) -> tuple[str | None, str, str | None, bool]:
@@ -599,7 +692,8 @@ def _markdown(frame: pd.DataFrame) -> str:
 
 
 def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Path]:
-    """accuracy.csv/.md, majority.csv/.md (when there are repeated samples) and answers.csv, written atomically."""
+    """accuracy.csv/.md, majority.csv/.md (when there are repeated samples), reasoning.csv/.md and
+    accuracy_by_length.csv/.md (when a reasoning model wrote CoTs) and answers.csv, written atomically."""
     from .io import atomic_write
 
     out = Path(out_dir)
@@ -607,6 +701,8 @@ def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Pa
     tables = [("accuracy", result.accuracy), ("majority", result.majority)]
     if result.sampling is not None:
         tables.append(("sampling", result.sampling))
+    if result.has_reasoning:
+        tables += [("reasoning", result.reasoning), ("accuracy_by_length", result.by_length)]
     for name, frame in tables:
         if name != "accuracy" and frame.empty:
             continue

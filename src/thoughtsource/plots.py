@@ -2,7 +2,8 @@
 
 :func:`plot_accuracy` draws the accuracy of every combination with its 95% Wilson interval;
 :func:`plot_trigger_heatmap` draws CoT triggers × datasets, one panel per model.  Both take the ``accuracy`` frame of
-:class:`thoughtsource.evaluate.Evaluation` and write a PNG atomically.
+:class:`thoughtsource.evaluate.Evaluation` and write a PNG atomically.  :func:`plot_reasoning` draws, per model, the
+distribution of reasoning lengths (with the truncation rate) and accuracy against reasoning length.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["heatmap_cells", "plot_accuracy", "plot_or_warn", "plot_trigger_heatmap", "row_label"]
+__all__ = ["heatmap_cells", "plot_accuracy", "plot_or_warn", "plot_reasoning", "plot_trigger_heatmap", "row_label"]
 
 
 def _pyplot() -> Any:
@@ -171,6 +172,52 @@ def plot_trigger_heatmap(
 
 
 _MISSING_SAID: set[str] = set()
+
+
+def plot_reasoning(
+    reasoning: pd.DataFrame,
+    path: str | os.PathLike[str],
+    *,
+    lengths: pd.DataFrame,
+    by_length: pd.DataFrame,
+    mode: str | None = "strict",
+) -> Path:
+    """Two panels, one line per model: the distribution of reasoning lengths (histogram; the legend gives the
+    truncation rate) and accuracy against reasoning length (per quartile, at its median length, with 95% Wilson
+    intervals).  Lengths are in the unit of :func:`~thoughtsource.evaluate.reasoning_table` (tokens or words)."""
+    plt = _pyplot()
+    import numpy as np
+
+    acc = by_length if mode is None else by_length[by_length["mode"] == mode]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    try:
+        for i, r in enumerate(reasoning.to_dict("records")):
+            color = f"C{i % 10}"
+            mine = lengths[lengths["model"] == r["model"]]
+            x = mine[r["unit"]].astype(float).dropna().to_numpy()
+            label = f"{r['model']} ({r['unit']}; truncated {100 * r['truncation_rate']:.1f}%, n={r['cots']})"
+            if len(x):
+                left.hist(x, bins=min(30, max(5, len(x) // 5)), histtype="step", linewidth=1.8, color=color, label=label)
+            a = acc[acc["model"] == r["model"]]
+            if len(a):
+                y = 100 * a["accuracy"].to_numpy(dtype=float)
+                err = [np.maximum(y - 100 * a["ci_low"].to_numpy(dtype=float), 0), np.maximum(100 * a["ci_high"].to_numpy(dtype=float) - y, 0)]
+                right.errorbar(a["length_median"].to_numpy(dtype=float), y, yerr=err, fmt="o-", color=color, capsize=3,
+                               label=f"{r['model']} ({r['unit']})")
+        left.set_xlabel("reasoning length")
+        left.set_ylabel("CoTs")
+        left.set_title("Reasoning length per model", fontsize=11)
+        right.set_xlabel("reasoning length (median of each quartile)")
+        right.set_ylabel("accuracy (%) with 95% Wilson interval")
+        right.set_ylim(0, 105)
+        right.set_title("Accuracy against reasoning length" + (f" ({mode})" if mode else ""), fontsize=11)
+        for ax in (left, right):
+            ax.grid(alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=8)
+        return _save(fig, path)
+    finally:
+        plt.close(fig)
 
 
 def plot_or_warn(draw: Callable[..., Path], *args: Any, **kwargs: Any) -> Path | None:

@@ -236,6 +236,9 @@ def results_document(result: Evaluation, collection: Collection, *, file: str | 
         "cells": _cells(result.accuracy),
         "majority": _cells(result.majority, ("k",)) if not result.majority.empty else [],
         "sampling": _sampling_cells(result.sampling) if result.sampling is not None else [],
+        # per model: reasoning length distribution and truncation rate; accuracy per reasoning-length quartile
+        "reasoning": result.reasoning.to_dict("records") if result.reasoning is not None else [],
+        "accuracy_by_length": result.by_length.to_dict("records") if result.by_length is not None else [],
         "pooled_by_model": pooled,
     }
     return json_safe({

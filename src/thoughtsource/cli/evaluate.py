@@ -76,11 +76,15 @@ def evaluate(
 
 
 def _plots(result: Any, out_dir: Path, mode: str) -> list[Path]:
-    """The accuracy plot and trigger heatmap; a plot that cannot be drawn (no matplotlib, an error) is a warning."""
-    from ..plots import plot_accuracy, plot_or_warn, plot_trigger_heatmap
+    """The accuracy plot, trigger heatmap and (reasoning models) the reasoning-length plot; a plot that cannot be
+    drawn (no matplotlib, an error) is a warning."""
+    from ..plots import plot_accuracy, plot_or_warn, plot_reasoning, plot_trigger_heatmap
 
     drawn = [plot_or_warn(plot_accuracy, result.accuracy, out_dir / "accuracy.png", mode=mode),
              plot_or_warn(plot_trigger_heatmap, result.accuracy, out_dir / "trigger_heatmap.png", mode=mode)]
+    if result.has_reasoning:
+        drawn.append(plot_or_warn(plot_reasoning, result.reasoning, out_dir / "reasoning.png", lengths=result.lengths,
+                                  by_length=result.by_length, mode=mode))
     return [p for p in drawn if p is not None]
 
 
@@ -127,6 +131,14 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
                        f"{_pct(r['pass_at_k'])} ({_pct(r['pass_ci_low'])}–{_pct(r['pass_ci_high'])})",
                        f"{_pct(r['maj_at_k'])} ({_pct(r['maj_ci_low'])}–{_pct(r['maj_ci_high'])})")
         stdout.print(st)
+    if result.has_reasoning:
+        rt = Table(title="reasoning length per model (truncated: cut off mid-thought, 95% Wilson CI)")
+        for col in ("model", "CoTs", "unit", "mean", "p10", "median", "p90", "max", "truncated %"):
+            rt.add_column(col, justify="left" if col in ("model", "unit") else "right", no_wrap=True, overflow="ellipsis")
+        for r in result.reasoning.to_dict("records"):
+            rt.add_row(str(r["model"]), str(r["cots"]), r["unit"], *(f"{r[k]:.0f}" for k in ("mean", "p10", "median", "p90", "max")),
+                       f"{_pct(r['truncation_rate'])} ({_pct(r['trunc_ci_low'])}–{_pct(r['trunc_ci_high'])})")
+        stdout.print(rt)
 
 
 def register(app: typer.Typer) -> None:
