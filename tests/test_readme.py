@@ -2,7 +2,8 @@
 
 The commands are extracted from README.md (continuation lines joined, comments dropped) and run in
 README order in one working folder, where the README's placeholder files exist (``FILE`` is a real
-model run, ``worldtree.json`` one WorldTree sample, ``run1.json``/``run2.json`` annotated files).
+model run, ``worldtree.json`` one WorldTree sample, ``run1.json``/``run2.json`` annotated files, ``triggers.json`` a
+run of three prompts per question).
 Commands that need the network, a GPU, a long-running server or minutes of training are listed in
 :data:`SKIP` with the reason and the test that covers them instead; a README command that is neither
 run nor skipped fails the test, and so does a skip entry that no longer matches a README command.
@@ -34,6 +35,10 @@ SKIP: dict[str, str] = {
     "thoughtsource serve-model": "a long-running server; tests/backends/test_server.py",
     "thoughtsource serve run1.json": "a long-running server; tests/web/test_cli_web.py",
     "thoughtsource star run": "trains a model for minutes (or needs a GPU); tests/test_star_cli.py, tests/test_star_loop.py",
+    "thoughtsource generate --file worldtree.json --backend openai": "needs a reasoning model's server; tests/test_reasoning.py "
+                                                                      "uses the fault server's reasoning mode",
+    "thoughtsource training-data stepwise": "needs step labels, which only annotators give; tests/test_training_data.py",
+    "thoughtsource training-data prm800k": "needs step labels, which only annotators give; tests/test_training_data.py",
 }
 
 
@@ -72,6 +77,9 @@ def workdir(examples_dir: Path, shared_data: Path, tmp_path: Path) -> Path:
     one.dump(tmp_path / "worldtree.json")
     shutil.copy(examples_dir / "annotated" / "annotated_wt_davinci.json", tmp_path / "run1.json")
     shutil.copy(examples_dir / "annotated" / "annotated_ob_davinci.json", tmp_path / "run2.json")
+    # three prompts per question (no trigger, kojima-01, zhou-01), some right and some wrong: preference pairs
+    shutil.copy(examples_dir / "model_runs" / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json",
+                tmp_path / "triggers.json")
     for arm in ("star", "direct"):  # finished STaR runs: the metrics of docs/star-results.md's first experiment
         (tmp_path / "runs" / arm).mkdir(parents=True)
         shutil.copy(REPO / "docs" / "star-results" / f"{arm}_metrics.json", tmp_path / "runs" / arm / "metrics.json")
