@@ -44,11 +44,25 @@ def info(
     stdout.print(table)
 
 
-def validate(file: Path = typer.Argument(..., help="ThoughtSource JSON file to check strictly.")) -> None:
+def validate(
+    file: Path = typer.Argument(..., help="ThoughtSource JSON file to check strictly."),
+    as_json: bool = typer.Option(False, "--json", help="The verdict as JSON on stdout: valid, samples, problems "
+                                                      "(exit 1 when not valid, as without --json)."),
+) -> None:
     """Strict check: structure and per-answer-type semantics; lists every violation."""
     from ..collection import Collection
+    from ..errors import DataError
 
-    c = Collection.load(file, validate=True)
+    try:
+        c = Collection.load(file, validate=True)
+    except DataError as e:
+        if not as_json:
+            raise
+        print_json({"file": str(file), "valid": False, "samples": None, "error": e.message, "problems": e.problems})
+        raise typer.Exit(1) from None
+    if as_json:
+        print_json({"file": str(file), "valid": True, "samples": len(c), "error": None, "problems": []})
+        return
     stdout.print(f"[green]ok[/]: {file}: {len(c)} samples, no schema violations", highlight=False)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from ..console import note, stdout
+from ..console import note, print_json, stdout
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,8 @@ def generate_cmd(
     seed: int = typer.Option(None, "--seed", help="Sampling seed."),
     db: Path = typer.Option(None, "--db", help="Completion store (SQLite; default in $THOUGHTSOURCE_HOME)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only print the number of calls and estimated tokens."),
+    as_json: bool = typer.Option(False, "--json", help="A run summary as JSON on stdout (requests, cached, called, failures, "
+                                                      "attached CoTs and answers, the output file); logs stay on stderr."),
     allow_empty: bool = typer.Option(None, "--allow-empty/--no-allow-empty",
                                      help="Store empty completions as results instead of retrying them as errors."),
     reasoning_effort: str = typer.Option(None, "--reasoning-effort",
@@ -131,13 +133,26 @@ def generate_cmd(
         raise DataError("no samples to generate for" + (f" (split '{split}')" if split else ""), path=str(file) if file else None)
     report = generate(collection, cfg, dry_run=dry_run, exemplar_pool=full)
     if dry_run:
-        stdout.print(report.summary(), highlight=False)
+        if as_json:
+            print_json(run_summary(report, None, len(collection)))
+        else:
+            stdout.print(report.summary(), highlight=False)
         return
     collection.dump(out)
     note(f"wrote {len(collection)} samples to {out}", highlight=False)
+    if as_json:
+        print_json(run_summary(report, out, len(collection)))
     if report.errors:
         raise GenerationFailed(f"{report.failure_summary()}; the output lacks them. Run the same command again to fill them in",
                                report=report)
+
+
+def run_summary(report: Any, out: Path | None, samples: int) -> dict[str, Any]:
+    """What ``generate --json`` prints: the :class:`GenerateReport`'s counts, the samples and the output file."""
+    import dataclasses
+
+    data = dataclasses.asdict(report)
+    return {"out": str(out) if out is not None else None, "samples": samples, "ok": not report.errors, **data}
 
 
 def register(app: typer.Typer) -> None:

@@ -34,6 +34,7 @@ def compare(
     select_b: list[str] | None = typer.Option(None, "--select-b", help="KEY=VALUE filter of B's answers."),
     flexible: bool = typer.Option(False, "--flexible", help="Flexible answer extraction (default strict)."),
     out: Path | None = typer.Option(None, "--out", help="Write every compared pair as CSV."),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout: the counts and every flipped pair."),
 ) -> None:
     """Which samples flipped between two runs: fixed (wrong → right) and broken (right → wrong)."""
     from ..io import atomic_write
@@ -41,6 +42,14 @@ def compare(
 
     result = compare_runs(a, b, mode="flexible" if flexible else "strict", select_a=_select(select_a), select_b=_select(select_b))
     counts = result.counts()
+    if out is not None:
+        with atomic_write(out) as fh:
+            fh.write(result.table.to_csv(index=False))
+    if as_json:
+        print_json({"pairs": len(result.table), "fixed": counts.get("fixed", 0), "broken": counts.get("broken", 0),
+                    "same": counts.get("same", 0), "only_a": result.only_a, "only_b": result.only_b, "note": result.hint(),
+                    "flipped": result.flipped().to_dict("records")})
+        return
     typer.echo(f"{len(result.table)} pairs: {counts.get('fixed', 0)} fixed, {counts.get('broken', 0)} broken, "
                f"{counts.get('same', 0)} same; {result.only_a} only in A, {result.only_b} only in B")
     hint = result.hint()
@@ -48,9 +57,6 @@ def compare(
         console.print(f"[yellow]note[/]: {hint}", highlight=False, soft_wrap=True)
     for row in result.flipped().itertuples():
         typer.echo(f"  {row.change:6} {row.dataset}/{row.split}/{row.sample_id}: {row.pred_a} → {row.pred_b}")
-    if out is not None:
-        with atomic_write(out) as fh:
-            fh.write(result.table.to_csv(index=False))
 
 
 @app.command()

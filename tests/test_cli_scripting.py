@@ -1,0 +1,74 @@
+"""Issue 22's scripting conventions on the real entry point, in subprocesses: ``--json`` on validate, runs compare
+and generate; progress log lines on a pipe; flags, units and ``--out``; checks before work; messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "OMP_NUM_THREADS": "1"}
+ENV.pop("PYTEST_CURRENT_TEST", None)
+
+
+def ts(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env or ENV)
+
+
+@pytest.fixture
+def worldtree(examples_dir: Path) -> Path:
+    return examples_dir / "tests_unit_data" / "worldtree_100_dataset.json"
+
+
+def _mock_generate(src: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return ["generate", "--file", str(src), "--split", "train", "--n-samples", "3", "--triggers", "kojima-01",
+            "--backend", "mock", "--db", str(tmp_path / "s.sqlite"), *extra]
+
+
+# --------------------------------------------------------------------------- 1. --json
+def test_validate_json(examples_dir: Path, tmp_path: Path) -> None:
+    annotated = examples_dir / "annotated" / "annotated_wt_davinci.json"
+    ok = ts("validate", str(annotated), "--json")
+    assert ok.returncode == 0 and ok.stderr == "", ok.stderr
+    assert json.loads(ok.stdout) == {"file": str(annotated), "valid": True, "samples": 100, "error": None, "problems": []}
+    bad = tmp_path / "bad.json"
+    data = json.loads(annotated.read_text())
+    data["worldtree"]["test"][0]["answer"] = 5  # a list of strings is required
+    bad.write_text(json.dumps(data))
+    p = ts("validate", str(bad), "--json")
+    assert p.returncode == 1
+    verdict = json.loads(p.stdout)
+    assert verdict["valid"] is False and verdict["file"] == str(bad) and (verdict["problems"] or verdict["error"])
+
+
+def test_runs_compare_json(examples_dir: Path) -> None:
+    runs = examples_dir / "model_runs"
+    a = runs / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
+    b = runs / "thoughtsource_67_huggingface_endpoint_flan-T5-xxl_None_None-kojima-01-zhou-01.json"
+    select = ("--select-a", "cot_trigger=zhou-01", "--select-b", "cot_trigger=zhou-01")
+    text = ts("runs", "compare", str(a), str(b), *select)
+    p = ts("runs", "compare", str(a), str(b), *select, "--json")
+    assert p.returncode == 0, p.stderr
+    result = json.loads(p.stdout)
+    assert text.stdout.startswith(f"{result['pairs']} pairs: {result['fixed']} fixed, {result['broken']} broken, {result['same']} same")
+    assert len(result["flipped"]) == result["fixed"] + result["broken"]
+    assert (result["pairs"], result["fixed"], result["broken"]) == (402, 56, 80)
+    assert {r["change"] for r in result["flipped"]} <= {"fixed", "broken"}
+
+
+def test_generate_json_run_summary(worldtree: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    p = ts(*_mock_generate(worldtree, tmp_path, "--out", str(out), "--json"))
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)  # stdout is the summary alone
+    assert summary["out"] == str(out) and summary["samples"] == 3 and summary["ok"] is True
+    assert summary["cot_requests"] == 3 and summary["attached_cots"] == 3 and summary["errors"] == 0
+    assert "wrote 3 samples" in p.stderr
+    dry = json.loads(ts(*_mock_generate(worldtree, tmp_path, "--dry-run", "--json")).stdout)
+    assert dry["dry_run"] is True and dry["out"] is None and dry["cached"] == summary["cot_requests"] + summary["answer_requests"]
