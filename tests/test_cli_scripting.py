@@ -72,3 +72,40 @@ def test_generate_json_run_summary(worldtree: Path, tmp_path: Path) -> None:
     assert "wrote 3 samples" in p.stderr
     dry = json.loads(ts(*_mock_generate(worldtree, tmp_path, "--dry-run", "--json")).stdout)
     assert dry["dry_run"] is True and dry["out"] is None and dry["cached"] == summary["cot_requests"] + summary["answer_requests"]
+
+
+# --------------------------------------------------------------------------- 2. progress lines on a pipe
+def test_piped_generate_logs_progress_lines_not_a_bar(worldtree: Path, tmp_path: Path) -> None:
+    env = {**ENV, "THOUGHTSOURCE_PROGRESS_INTERVAL": "0"}  # a line at every step, so that the test does not wait
+    p = ts(*_mock_generate(worldtree, tmp_path, "--out", str(tmp_path / "o.json")), env=env)
+    assert p.returncode == 0, p.stderr
+    lines = [line for line in p.stderr.splitlines() if "generate: " in line]
+    assert any("generate: 6/6 (100%)" in line for line in lines), p.stderr  # 3 CoTs + 3 answers
+    assert "━" not in p.stderr and "\r" not in p.stderr and "\x1b[" not in p.stderr
+    quiet = ts("-q", *_mock_generate(worldtree, tmp_path, "--out", str(tmp_path / "q.json")), env=env)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_progress_without_a_terminal_logs_lines(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The helper STaR's generation and training use: advance/update/stop as the training callback calls them."""
+    from thoughtsource import console
+
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)
+    monkeypatch.setenv("THOUGHTSOURCE_PROGRESS_INTERVAL", "0")
+    caplog.set_level("INFO", logger="thoughtsource.progress")
+    bar = console.progress("loss")
+    bar.start()
+    task = bar.add_task("train", total=4, loss="")
+    for step in range(3):
+        bar.advance(task)
+        bar.update(task, loss=f"{1 / (step + 1):.4f}")
+    bar.stop()
+    lines = [r.getMessage() for r in caplog.records if r.name == "thoughtsource.progress"]
+    assert [line.split(",")[0] for line in lines] == ["train: 1/4 (25%)", "train: 2/4 (50%)", "train: 3/4 (75%)"]
+    assert "loss 1.0000" in lines[1] and "ETA" in lines[0]
+    monkeypatch.setenv("THOUGHTSOURCE_PROGRESS_INTERVAL", "3600")  # nothing before the interval has passed
+    caplog.clear()
+    with console.progress() as bar2:
+        t = bar2.add_task("generate", total=2)
+        bar2.advance(t, 2)
+    assert [r for r in caplog.records if r.name == "thoughtsource.progress"] == []
