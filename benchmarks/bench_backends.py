@@ -23,7 +23,7 @@ from thoughtsource.backends.server import run_model_server
 from thoughtsource.backends.transformers_local import TransformersBackend
 from thoughtsource.embedded import load_model
 
-DATA = Path(os.environ.get("THOUGHTSOURCE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = Path(os.environ.get("THOUGHTSOURCE_DATA") or os.environ.get("THOUGHTSOURCE_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 
 
 def requests(n: int, max_tokens: int) -> list[Request]:

@@ -30,7 +30,7 @@ from thoughtsource.evaluate import evaluate_frame, wilson_interval
 from thoughtsource.extract import extract, gold_value, is_correct
 from thoughtsource.schema import Sample
 
-DATA = Path(os.environ.get("THOUGHTSOURCE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = Path(os.environ.get("THOUGHTSOURCE_DATA") or os.environ.get("THOUGHTSOURCE_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 
 
 def base_samples() -> list[tuple[str, Sample]]:

@@ -40,7 +40,7 @@ from thoughtsource.generate import GenerateConfig, generate, plan
 from thoughtsource.prompts import load_fragments
 from thoughtsource.prompts.build import answer_prompt
 
-DATA = Path(os.environ.get("THOUGHTSOURCE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = Path(os.environ.get("THOUGHTSOURCE_DATA") or os.environ.get("THOUGHTSOURCE_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 SOURCE = DATA / "thoughtsource_examples" / "tests_unit_data" / "worldtree_100_dataset.json"
 CONFIG = {"instruction_keys": ["qa-01"], "cot_trigger_keys": ["kojima-01"], "answer_extraction_keys": ["kojima-A-D"],
           "backend": "openai", "model": "fault-echo", "max_tokens": 128}

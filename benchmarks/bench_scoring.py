@@ -37,7 +37,7 @@ from thoughtsource.evaluate import evaluate_frame
 from thoughtsource.extract import extract, gold_value, is_correct
 from thoughtsource.prompts import load_fragments
 
-DATA = Path(os.environ.get("THOUGHTSOURCE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = Path(os.environ.get("THOUGHTSOURCE_DATA") or os.environ.get("THOUGHTSOURCE_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 EXTRACTIONS = [str(v) for v in load_fragments().answer_extractions.values()]
 FILLERS = ["both", "and", "either", "or", "most", "then", "maybe", "the", "answer", "is", "correct", "choice", "choices",
            "option", "options", "probably", "likely", "arguably", "hypothetically", "tentatively", "relatively",

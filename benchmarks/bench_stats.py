@@ -110,7 +110,7 @@ def ours_overlap(collection, n: int = 3) -> tuple[Result, Timer, Timer]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("THOUGHTSOURCE_SHARED_DATA", REPO.parent / "shared" / "data")))
+    ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("THOUGHTSOURCE_DATA") or os.environ.get("THOUGHTSOURCE_SHARED_DATA") or REPO.parent / "shared" / "data"))
     ap.add_argument("--embedded", action="store_true", help="also time the statistics with the embedded model's tokenizer")
     args = ap.parse_args()
 

@@ -5,24 +5,26 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import platformdirs
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _shared_data() -> Path:
-    env = os.environ.get("THOUGHTSOURCE_SHARED_DATA")
+    env = os.environ.get("THOUGHTSOURCE_DATA") or os.environ.get("THOUGHTSOURCE_SHARED_DATA")
     return Path(env) if env else REPO.parent / "shared" / "data"
 
 
 SHARED_DATA = _shared_data()
+_USER_CACHE = platformdirs.user_cache_dir("thoughtsource")
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """``../shared/data`` (or $THOUGHTSOURCE_SHARED_DATA); skips the test when it is absent."""
+    """``../shared/data`` (or $THOUGHTSOURCE_DATA); skips the test when it is absent."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data folder not found at {SHARED_DATA} (set THOUGHTSOURCE_SHARED_DATA)")
+        pytest.skip(f"shared data folder not found at {SHARED_DATA} (set THOUGHTSOURCE_DATA)")
     return SHARED_DATA
 
 
@@ -36,5 +38,8 @@ def examples_dir(shared_data: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test gets its own THOUGHTSOURCE_HOME (cache, db, secrets), never the user's."""
+    """Every test gets its own THOUGHTSOURCE_HOME (db, secrets), never the user's.  Converted datasets and models
+    (``paths.cache_dir``, under THOUGHTSOURCE_HOME once it is set) stay in one cache shared by the tests, the user
+    cache as before, unless THOUGHTSOURCE_CACHE names one."""
     monkeypatch.setenv("THOUGHTSOURCE_HOME", str(tmp_path_factory.mktemp("home")))
+    monkeypatch.setenv("THOUGHTSOURCE_CACHE", os.environ.get("THOUGHTSOURCE_CACHE") or _USER_CACHE)

@@ -11,7 +11,7 @@ from thoughtsource.cli.demo import load_demo_data
 
 
 def test_demo_data_is_a_real_sample(shared_data: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("THOUGHTSOURCE_SHARED_DATA", str(shared_data))
+    monkeypatch.setenv("THOUGHTSOURCE_DATA", str(shared_data))
     c, source = load_demo_data(5, seed=0)
     assert len(c) == 5
     assert source.startswith(("gsm8k/test", "worldtree/train"))
@@ -22,7 +22,7 @@ def test_demo_data_is_a_real_sample(shared_data: Path, monkeypatch: pytest.Monke
 @pytest.mark.slow
 def test_demo_runs_end_to_end(shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     pytest.importorskip("transformers")
-    monkeypatch.setenv("THOUGHTSOURCE_SHARED_DATA", str(shared_data))
+    monkeypatch.setenv("THOUGHTSOURCE_DATA", str(shared_data))
     out = tmp_path / "demo"
     r = CliRunner().invoke(app, ["demo", "--out", str(out), "--n-samples", "2", "--max-tokens", "12"])
     assert r.exit_code == 0, r.output

@@ -19,6 +19,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         mp.setenv("THOUGHTSOURCE_CACHE", str(cache))
         mp.setenv("THOUGHTSOURCE_OFFLINE", "1")
         mp.delenv("THOUGHTSOURCE_DATA", raising=False)
+        mp.delenv("THOUGHTSOURCE_SHARED_DATA", raising=False)
         yield cache
 
 

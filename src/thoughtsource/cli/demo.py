@@ -10,7 +10,6 @@ Completions are cached in ``OUT/completions.sqlite``: running the demo again is 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,11 @@ EXAMPLE_FILE = Path("thoughtsource_examples") / "tests_unit_data" / "worldtree_1
 
 
 def _shared_data_dirs() -> list[Path]:
-    dirs = [Path(os.environ["THOUGHTSOURCE_SHARED_DATA"])] if os.environ.get("THOUGHTSOURCE_SHARED_DATA") else []
+    """$THOUGHTSOURCE_DATA (or its old name), then a ``shared/data`` beside the working directory or the checkout."""
+    from ..paths import data_env
+
+    env = data_env()
+    dirs = [env] if env is not None else []
     repo = Path(__file__).resolve().parents[3]
     return [*dirs, Path.cwd().parent / "shared" / "data", repo.parent / "shared" / "data"]
 
@@ -53,7 +56,7 @@ def load_demo_data(n_samples: int, seed: int) -> tuple[Any, str]:
     from ..errors import DataError
 
     raise DataError("no demo data: gsm8k's raw files and the ThoughtSource example file were not found "
-                    "(set THOUGHTSOURCE_SHARED_DATA to the shared data folder)", path=str(EXAMPLE_FILE))
+                    "(set THOUGHTSOURCE_DATA to the raw data folder)", path=str(EXAMPLE_FILE))
 
 
 def demo(

@@ -47,9 +47,9 @@ def data_root(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where raw files are looked up: ``data_dir`` → ``$THOUGHTSOURCE_DATA`` → ``cache_dir("raw")``."""
     if data_dir is not None:
         return Path(data_dir).expanduser()
-    env = os.environ.get("THOUGHTSOURCE_DATA")
-    if env:
-        return Path(env).expanduser()
+    env = paths.data_env()  # $THOUGHTSOURCE_DATA (or its old name $THOUGHTSOURCE_SHARED_DATA)
+    if env is not None:
+        return env
     return paths.cache_dir("raw")
 
 
