@@ -121,6 +121,102 @@ def test_x_forwarded_for_is_trusted_only_from_forwarded_allow_ips(make_app, coun
         assert codes == [401] * 10 + [429] * 2 and len(counted) == 10
 
 
+def _tries(base: str, name: str, passwords: list[str], local_address: str) -> list[int]:
+    """Log-in attempts in order from one browser (one cookie jar, one client address); the status of each."""
+    codes = []
+    with httpx.Client(base_url=base, timeout=120, transport=httpx.HTTPTransport(local_address=local_address)) as c:
+        page = c.get("/login").text
+        for password in passwords:
+            r = c.post("/login", data={"name": name, "password": password, "csrf_token": TOKEN_RE.search(page).group(1)})
+            codes.append(r.status_code)
+            page = r.text  # a refused attempt renders the form again, with a new token
+    return codes
+
+
+def test_wrong_tries_from_ten_addresses_do_not_lock_the_real_user_out(make_app, monkeypatch) -> None:
+    """100 wrong tries from 10 addresses filled the per-name bucket and locked the real user out of every browser
+    without the device cookie (429 on the right password).  serve's throttle (the defaults), real clients on 12
+    loopback addresses; wrong passwords are refused without argon2 (counted), the right one is really checked."""
+    from thoughtsource.web import auth
+
+    checked: list[str] = []
+    real = auth.authenticate
+
+    def fast(db, name, password):
+        checked.append(name)
+        if password != PASSWORD:
+            raise auth.NotAuthenticated("wrong user name or password")
+        return real(db, name, password)
+
+    monkeypatch.setattr(auth, "authenticate", fast)
+    app = make_app()
+    add_user(app, "alice")
+    assert isinstance(app.state.throttle, auth.LoginThrottle)  # as serve makes it
+    with live_server(app) as base:
+        for i in range(10):  # 10 per address is the (name, client) limit: the 11th is refused unchecked
+            assert _tries(base, "alice", ["wrong password!"] * 11, f"127.0.0.{i + 2}") == [401] * 10 + [429]
+        assert len(checked) == 100
+        # every guessing address stays locked out, even with the right password
+        assert _tries(base, "alice", [PASSWORD], "127.0.0.2") == [429]
+        # the real user on a new browser (no device cookie): one typo, then in (was 429: locked out for 15 minutes)
+        assert _tries(base, "alice", ["wrong password!", PASSWORD], "127.0.0.20") == [401, 303]
+        # a new address that only guesses gets 3 tries once the name is under attack
+        assert _tries(base, "alice", ["wrong password!"] * 4, "127.0.0.21") == [401, 401, 401, 429]
+    assert len(checked) == 100 + 2 + 3
+
+
+def test_a_client_past_its_password_queue_bound_gets_503_and_another_still_logs_in(make_app, monkeypatch) -> None:
+    """Queued checks are bounded per client address: past the bound that address gets 503 at once (nothing queued),
+    while a log-in from another address is still queued and succeeds.  (Bound 3 here; serve's is 64.)"""
+    import threading
+
+    from thoughtsource.web import auth
+    from thoughtsource.web.auth import LoginThrottle, PasswordQueue
+
+    gate = threading.Event()
+    started: list[str] = []
+    real = auth.authenticate
+
+    def gated(db, name, password):
+        started.append(name)
+        if name.startswith("user"):
+            gate.wait(120)
+        return real(db, name, password)
+
+    monkeypatch.setattr(auth, "authenticate", gated)
+    queue = PasswordQueue(workers=1, per_client=3, total=50)
+    monkeypatch.setattr(auth, "password_queue", queue)
+    app = make_app()
+    add_user(app, "alice")
+    app.state.throttle = LoginThrottle(limit=10, client_limit=100, name_limit=100)
+    with live_server(app) as base:
+        codes: dict[int, int] = {}
+        attackers = [threading.Thread(target=lambda i=i: codes.__setitem__(i, _guess(base, f"user{i}", "wrong password!")))
+                     for i in range(4)]
+        for t in attackers:
+            t.start()
+        for _ in range(2400):  # bounded in count: one check running, three queued
+            if len(started) == 1 and queue.waiting == 3:
+                break
+            attackers[0].join(0.05)
+        assert (len(started), queue.waiting) == (1, 3)
+        assert _guess(base, "user9", "wrong password!") == 503  # the fifth from this address: refused, not queued
+        assert queue.waiting == 3
+        got: list[int] = []
+        alice = threading.Thread(target=lambda: got.append(_guess(base, "alice", PASSWORD, local_address="127.0.0.2")))
+        alice.start()
+        for _ in range(2400):
+            if queue.waiting == 4:
+                break
+            alice.join(0.05)
+        gate.set()
+        alice.join(120)
+        for t in attackers:
+            t.join(120)
+    assert got == [303] and sorted(codes.values()) == [401] * 4
+    assert "user9" not in started and started.index("alice") <= 2, started  # alice after at most one queued check
+
+
 # --------------------------------------------------------------------------- 4-7. uploads
 def _sample(sid: str, question: str = "Which?", cot_id: str = "c1") -> dict:
     return {"id": sid, "question": question, "type": "multiplechoice", "choices": ["a", "b"], "answer": ["a"],
@@ -151,14 +247,27 @@ def _stored(app) -> list[str]:
 
 
 def test_a_long_upload_name_keeps_its_suffix_and_is_served_after_a_restart(small_server, make_app) -> None:
+    """A name over 120 characters was cut after the suffix check: stored without .json, served until the next
+    restart, then silently dropped, orphaning its annotations.  Upload, annotate, restart, export."""
     app, base, base_file = small_server
     root, csrf = http_login(base, "root")
     with closing(root):
         page = _upload(root, csrf, "x" * 200 + ".JSON", json.dumps({"d": {"test": [_sample("new")]}}).encode())
+        r = root.put("/api/annotation", headers={"X-CSRF-Token": csrf},
+                     json={"dataset": "d", "split": "test", "sample_id": "new", "cot_id": "c1", "key": "Too verbose",
+                           "value": True})
+        assert r.status_code == 200, r.text
     [name] = _stored(app)
     assert name.endswith(".json") and len(name) <= 120 and f"added {name}" in page
     restarted = make_app(files=[base_file])  # the start-up scan of upload_dir finds it again
     assert ("d", "test", "new") in restarted.state.data.index
+    with live_server(restarted) as base2:
+        again, _ = http_login(base2, "root")
+        with closing(again):
+            exported = again.get("/export").json()
+    [new] = [x for x in exported["d"]["test"] if x["id"] == "new"]
+    assert [(a["author"], a["key"], a["value"]) for a in new["generated_cot"][0]["annotations"]] == \
+        [("root", "Too verbose", True)]
 
 
 def test_uploads_are_validated_and_merged_before_anything_is_stored(small_server) -> None:
@@ -184,6 +293,40 @@ def test_uploads_are_validated_and_merged_before_anything_is_stored(small_server
         assert "added run.json: 2 samples, 1 of them already served (their CoTs were added), 2 new CoTs" in page
         assert _stored(app) == ["run.json"]
         assert [c.id for c in app.state.data.item("d", "test", "s1").sample.generated_cot] == ["c1", "other-model"]
+
+
+def test_a_second_upload_during_a_long_merge_is_refused_and_the_server_keeps_serving(small_server, monkeypatch) -> None:
+    """A long merge held the upload lock: other uploads queued behind it.  Now a second upload is refused with a
+    message at once, and pages are served meanwhile (the merge runs off the event loop)."""
+    import threading
+
+    from thoughtsource.web.data import ServedData
+
+    app, base, _ = small_server
+    merging, release = threading.Event(), threading.Event()
+    real = ServedData.with_file
+
+    def slow(self, path, collection, cancel=None):
+        merging.set()
+        release.wait(120)
+        return real(self, path, collection, cancel=cancel)
+
+    monkeypatch.setattr(ServedData, "with_file", slow)
+    root, csrf = http_login(base, "root")
+    other, csrf2 = http_login(base, "root")
+    with closing(root), closing(other):
+        first: list[str] = []
+        sender = threading.Thread(target=lambda: first.append(
+            _upload(root, csrf, "slow.json", json.dumps({"d": {"test": [_sample("s3")]}}).encode())))
+        sender.start()
+        assert merging.wait(120)
+        page = _upload(other, csrf2, "second.json", json.dumps({"d": {"test": [_sample("s4")]}}).encode())
+        assert "another upload is being processed" in page
+        assert other.get("/samples").status_code == 200  # served during the merge
+        release.set()
+        sender.join(120)
+    assert "added slow.json" in first[0] and _stored(app) == ["slow.json"]
+    assert ("d", "test", "s3") in app.state.data.index and ("d", "test", "s4") not in app.state.data.index
 
 
 SERVE_SCRIPT = """

@@ -81,9 +81,27 @@ def test_guessing_across_many_names_from_one_client_is_limited(make_app, counted
 
 
 def test_a_device_that_logged_in_before_skips_the_per_name_bucket() -> None:
-    t = LoginThrottle(limit=10, client_limit=30, name_limit=3)
-    for i in range(3):  # strangers on three addresses fill the per-name bucket
-        t.failed(t.reserve("alice", f"10.0.0.{i}"))
+    t = LoginThrottle(limit=10, client_limit=30, name_limit=3, fresh_limit=2)
+    for i in range(4):  # strangers on two addresses fill the per-name bucket
+        t.failed(t.reserve("alice", f"10.0.0.{i % 2}"))
+    with pytest.raises(auth.TooManyAttempts):  # a guessing address is stopped by the full per-name bucket
+        t.reserve("alice", "10.0.0.0")
+    t.succeeded(t.reserve("alice", "10.0.0.0", trusted_device=True))  # the same address with the device cookie
+
+
+def test_a_full_per_name_bucket_leaves_a_new_client_a_few_tries() -> None:
+    """Issue 23: 100 wrong tries from 10 addresses locked the real user out of every browser without the device
+    cookie.  A full per-name bucket now stops the addresses that guessed; a new one gets ``fresh_limit`` tries."""
+    t = LoginThrottle()  # the defaults of serve: 10 per (name, client), 100 per name, 3 for a new client
+    for i in range(100):
+        t.failed(t.reserve("alice", f"10.0.0.{i % 10}"))
+    for i in range(10):
+        with pytest.raises(auth.TooManyAttempts):
+            t.reserve("alice", f"10.0.0.{i}")
+    for _ in range(2):  # the real user mistypes twice on a new browser, then gets it right
+        t.failed(t.reserve("alice", "10.0.1.1"))
+    t.succeeded(t.reserve("alice", "10.0.1.1"))
+    for _ in range(3):  # a new address that only guesses gets 3 tries
+        t.failed(t.reserve("alice", "10.0.1.2"))
     with pytest.raises(auth.TooManyAttempts):
-        t.reserve("alice", "10.0.1.1")
-    t.succeeded(t.reserve("alice", "10.0.1.1", trusted_device=True))
+        t.reserve("alice", "10.0.1.2")

@@ -273,16 +273,23 @@ class LoginThrottle:
     * per (name, client): ``limit`` (10): guessing one name from one client;
     * per client: ``client_limit`` (100): guessing across many names from one client (high enough for a
       class of 60 behind one NAT address logging in at once: pending attempts count too);
-    * per name: ``name_limit`` (100), from all clients together, for distributed guessing.  It is high,
-      and skipped for a client holding this user's signed device cookie (set at each successful log-in),
-      so a stranger cannot lock the real user out: their own (name, client) bucket stays empty.
+    * per name: ``name_limit`` (100), from all clients together, for distributed guessing.  It is skipped for a
+      client holding this user's signed device cookie (set at each successful log-in).  And a full per-name bucket
+      stops only the clients that have been guessing this name: a client with fewer than ``fresh_limit`` (3)
+      failures for it in the window may still try.  Before, 100 wrong tries from 10 addresses locked the real user
+      out of every browser without the device cookie for 15 minutes; now each of those addresses is stopped by its
+      own (name, client) bucket, and the real user on a new browser gets ``fresh_limit`` tries.  The price: past
+      the per-name limit, every *new* address still gets ``fresh_limit`` guesses (an attacker needs real addresses
+      for that, since the client address cannot be spoofed, see ``app.make_server``).
     """
 
-    def __init__(self, limit: int = 10, window: float = 900.0, client_limit: int = 100, name_limit: int = 100) -> None:
+    def __init__(self, limit: int = 10, window: float = 900.0, client_limit: int = 100, name_limit: int = 100,
+                 fresh_limit: int = 3) -> None:
         self.limit = limit
         self.window = window
         self.client_limit = client_limit
         self.name_limit = name_limit
+        self.fresh_limit = fresh_limit
         self._attempts: dict[tuple[str, ...], dict[int, float]] = {}
         self._lock = threading.Lock()
         self._next = 0
@@ -305,6 +312,8 @@ class LoginThrottle:
                     del self._attempts[key]
             for key, limit in buckets:
                 if len(self._recent(key, now)) >= limit:
+                    if key[0] == "n" and len(self._recent(buckets[0][0], now)) < self.fresh_limit:
+                        continue  # the name is under attack, but not from this client: it may try a few times
                     what = "for this user" if key[0] != "c" else "from this address"
                     raise TooManyAttempts(f"too many failed logins {what}; try again in {int(self.window // 60)} minutes")
             self._next += 1
