@@ -216,3 +216,16 @@ def test_duplicate_sample_ids_are_a_violation(tmp_path: Path, caplog: pytest.Log
     with caplog.at_level(logging.WARNING):
         assert len(Collection.load(path)) == 3  # without validation: a warning
     assert "duplicate sample id" in caplog.text
+
+
+def test_validate_refuses_duplicate_sample_ids(tmp_path: Path) -> None:
+    """Issue 23: `thoughtsource validate` accepted a split with the same sample id twice (only the first is served)."""
+    import subprocess
+    import sys
+
+    rec = {"id": "1", "question": "q", "type": "text", "answer": ["a"]}
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps({"d": {"t": [rec, {**rec, "question": "another"}]}}))
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "validate", str(path)], capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "1 schema violation" in p.stderr and "d/t/1: duplicate sample id (record #1)" in p.stderr, p.stderr
