@@ -15,7 +15,7 @@ python3 -c "import torch, transformers, accelerate; print(torch.__version__, tra
 ts convert
 python3 -c "from pathlib import Path; from thoughtsource.embedded import _convert; _convert(Path('/tmp/g/SmolLM2-135M-Instruct.Q4_1.gguf'), Path('/tmp/smol'))" || exit 4
 ts star
-python3 -m thoughtsource star run --config configs/star/arithmetic_gpu_tiny.yaml --model /tmp/smol --out /tmp/star 2>&1 | grep -v "━" | tail -60
+python3 -m thoughtsource star run --config arithmetic_gpu_tiny --model /tmp/smol --out /tmp/star 2>&1 | grep -v "━" | tail -60
 ts done
 mkdir -p $OUT/star
 cd /tmp/star && find . -name "*.json" -size -5M | grep -v rationales | xargs -I{} cp --parents {} $OUT/star/ ; cp -r plots $OUT/star/ 2>/dev/null

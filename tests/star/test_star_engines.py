@@ -60,7 +60,7 @@ def test_how_a_server_is_started_does_not_block_resume_but_what_it_runs_does() -
 
 
 def test_the_published_vllm_config_starts_a_server_per_checkpoint() -> None:
-    cfg = StarConfig.from_file(Path(__file__).resolve().parents[2] / "configs" / "star" / "commonsense_qa_vllm.yaml")
+    cfg = StarConfig.from_file("commonsense_qa_vllm")  # shipped in the package
     assert cfg.generation.engine == "server"
     argv = server_argv(cfg.generation.server.command, checkpoint="/runs/cqa/iter_3/checkpoint", port=8123, model_name="m")
     assert argv[:3] == ["vllm", "serve", "/runs/cqa/iter_3/checkpoint"] and "8123" in argv

@@ -4,7 +4,7 @@
         --out docs/star-results/fresh/probe_base.json
 
 Takes the first ``--n`` problems of ``--digits`` digits from iteration 1's fresh training sample of
-``configs/star/arithmetic_fresh.yaml``, samples ``--k`` rationales per problem at ``--temperature``,
+``src/thoughtsource/star/configs/arithmetic_fresh.yaml``, samples ``--k`` rationales per problem at ``--temperature``,
 with the answer hint (rationalization) and without (generation), and counts per problem whether any
 sample has the right answer and whether any sample is a correct scratchpad (every line recomputed).
 A loop variant that keeps the first verified sample of k (rejection sampling) can only bootstrap a
@@ -20,14 +20,14 @@ from pathlib import Path
 import yaml
 
 from thoughtsource.io import write_json
-from thoughtsource.star.config import StarConfig
+from thoughtsource.star.config import StarConfig, config_path
 from thoughtsource.star.generation import Generator, GenStats
 from thoughtsource.star.tasks import get_task
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default="configs/star/arithmetic_fresh.yaml")
+    ap.add_argument("--config", default="arithmetic_fresh")
     ap.add_argument("--model", default="embedded", help='"embedded" or a checkpoint folder (a run\'s iter_N/checkpoint)')
     ap.add_argument("--digits", type=int, default=2)
     ap.add_argument("--n", type=int, default=50)
@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
-    data = yaml.safe_load(Path(args.config).read_text())
+    data = yaml.safe_load(config_path(args.config).read_text())
     cfg = StarConfig.from_dict(data, path=args.config)
     task = get_task(cfg.task, **cfg.task_options)
     group = f"{args.digits}-digit"

@@ -1,7 +1,8 @@
 """``thoughtsource star base``: a small model built and trained from scratch on easy arithmetic (a STaR base);
 ``thoughtsource star run``: the STaR loop (``--seeds``: repeated and aggregated);
 ``thoughtsource star compare``: several runs side by side (table, significance tests, plot);
-``thoughtsource star report``: the same comparison as Markdown tables for the docs.
+``thoughtsource star report``: the same comparison as Markdown tables for the docs;
+``thoughtsource star configs``: the run configs shipped in the package (``star run --config NAME``).
 
 Results go to stdout (human tables, or JSON with ``--json``); progress and logs go to stderr.
 """
@@ -65,7 +66,8 @@ def run(
     task: str | None = typer.Option(None, "--task", help="arithmetic, gsm8k, commonsense_qa, a registered dataset or a ThoughtSource file."),
     model: str | None = typer.Option(None, "--model", help='"embedded" (SmolLM2-135M-Instruct) or a transformers model folder.'),
     iterations: int | None = typer.Option(None, "--iterations", "-n", help="Outer-loop iterations."),
-    config: Path | None = typer.Option(None, "--config", help="YAML run config (configs/star/*.yaml); command-line options win."),
+    config: Path | None = typer.Option(None, "--config", help="YAML run config: a file, or the name of a shipped one "
+                                       "(e.g. arithmetic_fresh; thoughtsource star configs lists them); command-line options win."),
     no_rationalization: bool = typer.Option(False, "--no-rationalization", help="STaR without rationalization."),
     baseline: Baseline | None = typer.Option(None, "--baseline", help="direct: fine-tune on answers only; fewshot: no training."),
     pseudo_labels: PseudoLabels | None = typer.Option(None, "--pseudo-labels", help="majority: majority answer of k samples as the target."),
@@ -99,7 +101,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the final summary as JSON on stdout (progress and logs stay on stderr)."),
 ) -> None:
     """Run STaR (or a baseline) and write metrics, rationales, checkpoints and plots under --out."""
-    from ..star.config import StarConfig
+    from ..star.config import StarConfig, config_path
     from ..star.seeds import parse_seeds, run_seeds, seed_dir
 
     seed_list = parse_seeds(seeds) if seeds is not None else None
@@ -162,7 +164,7 @@ def run(
     put("generation.threads", threads)
     put("report_to", report_to)
     put("checkpoint_every", checkpoint_every)
-    cfg = StarConfig.from_dict(data, path=str(config) if config else None)
+    cfg = StarConfig.from_dict(data, path=str(config_path(config)) if config else None)
     with _results_to_stdout(as_json):
         if seed_list is None:
             from ..star import loop
@@ -255,10 +257,29 @@ def _print_summary(summary: dict[str, Any]) -> None:
     _print_tables([t for t in [funnel, *report.tables(runs)] if t.rows])
 
 
+@star_app.command("configs")
+def configs(as_json: bool = typer.Option(False, "--json", help="Names, files and descriptions as JSON on stdout.")) -> None:
+    """The run configs shipped in the package, for ``star run --config NAME``: name and what it runs."""
+    from ..star.config import CONFIGS_DIR, config_names
+
+    rows = []
+    for name in config_names():
+        path = CONFIGS_DIR / f"{name}.yaml"
+        comments = [line[1:].strip() for line in path.read_text(encoding="utf-8").splitlines()[:8] if line.startswith("#")]
+        described = [c for c in comments if "thoughtsource star run" not in c]
+        rows.append({"name": name, "path": str(path), "description": described[0] if described else ""})
+    if as_json:
+        _print_json(rows)
+        return
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        typer.echo(f"{r['name']:{width}}  {r['description']}")
+
+
 @star_app.command("base")
 def base(
     out: Path = typer.Option(..., "--out", help="The model folder to write (config.json, model.safetensors, tokenizer, thoughtsource_base.json)."),
-    config: Path | None = typer.Option(None, "--config", help="YAML recipe (configs/star/base/*.yaml): task_options, architecture, data, training, seed."),
+    config: Path | None = typer.Option(None, "--config", help="YAML recipe (e.g. configs/star/bootstrap/base.yaml): task_options, architecture, data, training, seed."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the initial weights, the data and the training (overrides the config's)."),
     steps: int | None = typer.Option(None, "--steps", help="Training steps (overrides the config's)."),
     threads: int | None = typer.Option(None, "--threads", help="torch CPU threads (1 when several builds run side by side)."),

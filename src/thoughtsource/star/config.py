@@ -190,9 +190,11 @@ class StarConfig(_Strict):
 
     @classmethod
     def from_file(cls, path: str | Path) -> StarConfig:
+        """A YAML run config: a file, or the name of one shipped in the package (``arithmetic_fresh``, see :func:`config_path`)."""
         from ..config import read_yaml_mapping
 
-        return cls.from_dict(read_yaml_mapping(path, "a mapping of options"), path=str(Path(path)))
+        path = config_path(path)
+        return cls.from_dict(read_yaml_mapping(path, "a mapping of options"), path=str(path))
 
     def result_fields(self) -> dict[str, Any]:
         """The fields that change results (everything but iterations/keep_checkpoints): compared on resume."""
@@ -205,3 +207,30 @@ class StarConfig(_Strict):
         if self.generation.engine == "server":  # how the server is started does not change results; what it runs does
             d["generation"]["server_kind"] = server["server_kind"]
         return d
+
+
+#: The run configs shipped in the package (``thoughtsource star configs`` lists them).
+CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
+
+
+def config_names() -> list[str]:
+    """The names of the shipped run configs (``arithmetic_fresh``, ``gsm8k_gpu``, ...)."""
+    return sorted(p.stem for p in CONFIGS_DIR.glob("*.yaml"))
+
+
+def config_path(value: str | Path) -> Path:
+    """``--config``'s file: a YAML file that exists, else a shipped config by name (``arithmetic_fresh`` or
+    ``arithmetic_fresh.yaml``); anything else is a :class:`ConfigError` listing the names."""
+    path = Path(value)
+    if path.is_file():
+        return path
+    name = path.name.removesuffix(".yaml").removesuffix(".yml")
+    shipped = CONFIGS_DIR / f"{name}.yaml"
+    if path.parent == Path(".") and shipped.is_file():
+        return shipped
+    import difflib
+
+    close = difflib.get_close_matches(name, config_names(), n=3)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise ConfigError(f"no STaR config '{value}': not a file, nor a shipped config.{hint} "
+                      f"Shipped: {', '.join(config_names())} (thoughtsource star configs)")
