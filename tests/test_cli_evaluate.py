@@ -49,9 +49,9 @@ def test_evaluate_numbers_flexible(shared_data: Path, tmp_path: Path) -> None:
     Collection(data={"multiarith": {"test": log_to_samples(log)}}).dump(f)
     r = runner.invoke(app, ["evaluate", str(f), "--mode", "flexible", "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
-    assert "accuracy (flexible)" in r.output and "79.8" in r.output  # 479/600, see docs/evaluation.md
+    assert "accuracy (flexible)" in r.output and "0.798" in r.output  # 479/600, see docs/evaluation.md
     md = (tmp_path / "o" / "accuracy.md").read_text()
-    assert "| multiarith" in md and "79.8" in md
+    assert "| multiarith" in md and "0.798" in md
 
 
 def test_a_plot_that_fails_is_a_warning_and_the_results_are_written(examples_dir: Path, tmp_path: Path) -> None:
@@ -171,7 +171,7 @@ def test_evaluate_reports_reasoning_length_truncation_and_accuracy_by_length(tmp
     table = r.output.split("reasoning length per model")[1]
     row = next(line for line in table.splitlines() if line.strip("│ ").startswith("r1"))
     assert [c.strip() for c in row.strip("│ ").split("│")][1:] == ["10", "tokens", "136", "19", "55", "500", "500",
-                                                                   "20.0 (5.7–51.0)"]
+                                                                   "0.200 (0.057–0.510)"]
     for name in ("reasoning.csv", "reasoning.md", "accuracy_by_length.csv", "accuracy_by_length.md", "reasoning.png"):
         assert (out / name).exists(), name
     assert mpimg.imread(out / "reasoning.png").shape[1] > 1000

@@ -109,3 +109,26 @@ def test_progress_without_a_terminal_logs_lines(monkeypatch: pytest.MonkeyPatch,
         t = bar2.add_task("generate", total=2)
         bar2.advance(t, 2)
     assert [r for r in caplog.records if r.name == "thoughtsource.progress"] == []
+
+
+# --------------------------------------------------------------------------- 5. flags and units
+def test_accuracy_has_one_unit_in_csv_markdown_and_the_terminal(examples_dir: Path, tmp_path: Path) -> None:
+    """0.820 everywhere (a proportion, as results.json and lm-eval have it), not 0.82 in the CSV and 82.0 on screen."""
+    import csv
+
+    f = examples_dir / "model_runs" / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json"
+    p = ts("evaluate", str(f), "--out", str(tmp_path / "ev"))
+    assert p.returncode == 0, p.stderr
+    rows = [r for r in csv.DictReader((tmp_path / "ev" / "accuracy.csv").open()) if r["mode"] == "strict"]
+    med = next(r for r in rows if r["dataset"] == "med_qa")
+    acc, lo, hi = (float(med[k]) for k in ("accuracy", "ci_low", "ci_high"))
+    assert 0 < lo < acc < hi < 1
+    shown = f"{acc:.3f} ({lo:.3f}–{hi:.3f})"
+    line = next(x for x in p.stdout.splitlines() if "med_qa" in x)
+    assert shown in line, line
+    md = next(x for x in (tmp_path / "ev" / "accuracy.md").read_text().splitlines() if "med_qa" in x and "strict" in x)
+    cells = [c.strip() for c in md.strip("|").split("|")]
+    assert f"{acc:.3f}" in cells and f"{lo:.3f}" in cells and f"{hi:.3f}" in cells
+    assert f"{100 * acc:.1f}" not in p.stdout + md  # no percentages beside proportions
+    pooled = next(x for x in p.stdout.splitlines() if x.startswith("pooled"))
+    assert "%" not in pooled and ": 0.880 (flexible 0.880)" in pooled

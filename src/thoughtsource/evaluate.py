@@ -681,14 +681,27 @@ def set_correct_answers(collection: Collection, result: Evaluation, *, mode: Mod
     return changed
 
 
+#: Accuracies, their intervals and other rates are proportions (0.820, not 82.0 %) in every table: CSV, Markdown, the
+#: terminal and results.json (lm-evaluation-harness's unit), shown with this many decimals.
+PROPORTION_DECIMALS = 3
+
+
+def fmt_proportion(v: Any) -> str:
+    """A proportion as every table shows it (``0.820``); NaN or None (no data) as an empty cell."""
+    if v is None or v != v:
+        return ""
+    return f"{v:.{PROPORTION_DECIMALS}f}" if isinstance(v, int | float) else str(v)
+
+
 def _markdown(frame: pd.DataFrame) -> str:
     shown = frame.copy()
-    for col in ("accuracy", "ci_low", "ci_high", *SAMPLING_COLUMNS[2:]):
+    for col in ("accuracy", "ci_low", "ci_high", "stderr", "no_answer_rate", "truncation_rate", "trunc_ci_low",
+                "trunc_ci_high", *SAMPLING_COLUMNS[2:]):
         if col in shown:
-            shown[col] = shown[col].map(lambda v: "" if v != v else f"{100 * v:.1f}")
+            shown[col] = shown[col].map(fmt_proportion)
     if "f1" in shown:
         shown["f1"] = shown["f1"].map(lambda v: "" if v != v else f"{v:.3f}")
-    return shown.to_markdown(index=False) + "\n"
+    return shown.to_markdown(index=False, disable_numparse=True) + "\n"  # "0.760" stays as written
 
 
 def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Path]:

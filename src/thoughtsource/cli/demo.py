@@ -89,7 +89,7 @@ def demo(
 
     from rich.table import Table
 
-    from ..evaluate import evaluate, evaluate_frame
+    from ..evaluate import evaluate, evaluate_frame, fmt_proportion
     from ..plots import plot_accuracy, plot_or_warn
 
     result = evaluate_frame(collection)
@@ -100,7 +100,7 @@ def demo(
     acc = result.accuracy[result.accuracy["mode"] == "strict"]
     for _, r in acc.iterrows():
         table.add_row(str(r["model"]), str(r["cot_trigger"]), str(r["answer_extraction"]), str(r["n"]),
-                      f"{100 * r['accuracy']:.1f}%", f"{100 * r['ci_low']:.0f}-{100 * r['ci_high']:.0f}%")
+                      fmt_proportion(r["accuracy"]), f"{fmt_proportion(r['ci_low'])}–{fmt_proportion(r['ci_high'])}")
     stdout.print(table)
     plot_path = plot_or_warn(plot_accuracy, result.accuracy, out / "accuracy.png",
                              title=f"Accuracy per model and CoT trigger on {source}")

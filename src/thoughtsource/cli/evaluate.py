@@ -21,7 +21,10 @@ _SHORT = {"cot_trigger": "trigger", "answer_extraction": "extraction", "instruct
 
 
 def _pct(v: float) -> str:
-    return "" if v != v else f"{100 * v:.1f}"
+    """A proportion as the CSV and Markdown tables write it (0.820: one unit everywhere)."""
+    from ..evaluate import fmt_proportion
+
+    return fmt_proportion(v)
 
 
 def _acc(r: Any) -> str:
@@ -98,7 +101,7 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
     for col in varying:
         table.add_column(_SHORT.get(col, col), overflow="ellipsis", no_wrap=True)
     repeated = bool((acc["questions"] != acc["n"]).any())  # self-consistency: scored per question
-    numeric = (("n", 4), *((("questions", 4),) if repeated else ()), ("acc % (95% CI)", 16), ("none", 4))
+    numeric = (("n", 4), *((("questions", 4),) if repeated else ()), ("accuracy (95% CI)", 19), ("none", 4))
     for col, width in numeric:
         table.add_column(col, justify="right", no_wrap=True, min_width=width)
     for _, r in acc.iterrows():
@@ -109,13 +112,13 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
     both = result.by_model(other)
     for model, mine in result.by_model(m).items():  # pooled over datasets and splits, never over models
         stdout.print(f"pooled (model: {model}): " + ", ".join(
-            f"{k}: {100 * v:.1f}% ({other} {100 * both.get(model, {}).get(k, float('nan')):.1f}%)" for k, v in mine.items()))
+            f"{k}: {_pct(v)} ({other} {_pct(both.get(model, {}).get(k, float('nan')))})" for k, v in mine.items()))
 
     maj = result.majority[result.majority["mode"] == m]
     if not maj.empty:
         mt = Table(title=f"self-consistency maj@k ({m})")
-        for col in ("dataset", "model", "trigger", "k", "prompts", "acc % (95% CI)"):
-            right = col in ("k", "prompts", "acc % (95% CI)")
+        for col in ("dataset", "model", "trigger", "k", "prompts", "accuracy (95% CI)"):
+            right = col in ("k", "prompts", "accuracy (95% CI)")
             mt.add_column(col, justify="right" if right else "left", no_wrap=True, overflow="ellipsis")
         for _, r in maj.iterrows():
             mt.add_row(str(r["dataset"]), str(r["model"]), str(r["cot_trigger"]), str(r["k"]), str(r["n"]), _acc(r))
@@ -123,7 +126,7 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
     sampling = result.sampling
     if sampling is not None and not sampling.empty and not (sub := sampling[sampling["mode"] == m]).empty:
         st = Table(title=f"pass@k and maj@k over resamples ({m}; 95% bootstrap CI over questions)")
-        for col in ("dataset", "model", "trigger", "k", "questions", "pass@k %", "maj@k %"):
+        for col in ("dataset", "model", "trigger", "k", "questions", "pass@k", "maj@k"):
             st.add_column(col, justify="left" if col in ("dataset", "model", "trigger") else "right", no_wrap=True,
                           overflow="ellipsis")
         for _, r in sub.iterrows():
@@ -133,7 +136,7 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
         stdout.print(st)
     if result.has_reasoning:
         rt = Table(title="reasoning length per model (truncated: cut off mid-thought, 95% Wilson CI)")
-        for col in ("model", "CoTs", "unit", "mean", "p10", "median", "p90", "max", "truncated %"):
+        for col in ("model", "CoTs", "unit", "mean", "p10", "median", "p90", "max", "truncated"):
             rt.add_column(col, justify="left" if col in ("model", "unit") else "right", no_wrap=True, overflow="ellipsis")
         for r in result.reasoning.to_dict("records"):
             rt.add_row(str(r["model"]), str(r["cots"]), r["unit"], *(f"{r[k]:.0f}" for k in ("mean", "p10", "median", "p90", "max")),
