@@ -27,7 +27,7 @@ def worldtree(examples_dir: Path) -> Path:
 
 
 def _mock_generate(src: Path, tmp_path: Path, *extra: str) -> list[str]:
-    return ["generate", "--file", str(src), "--split", "train", "--n-samples", "3", "--triggers", "kojima-01",
+    return ["generate", "--file", str(src), "--split", "train", "--limit", "3", "--triggers", "kojima-01",
             "--backend", "mock", "--db", str(tmp_path / "s.sqlite"), *extra]
 
 
@@ -132,3 +132,33 @@ def test_accuracy_has_one_unit_in_csv_markdown_and_the_terminal(examples_dir: Pa
     assert f"{100 * acc:.1f}" not in p.stdout + md  # no percentages beside proportions
     pooled = next(x for x in p.stdout.splitlines() if x.startswith("pooled"))
     assert "%" not in pooled and ": 0.880 (flexible 0.880)" in pooled
+
+
+def test_limit_is_how_many_samples_and_n_stays_cots_per_prompt(worldtree: Path, tmp_path: Path) -> None:
+    p = ts(*_mock_generate(worldtree, tmp_path, "--n", "2", "--temperature", "0.7", "--out", str(tmp_path / "o.json"), "--json"))
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["samples"] == 3 and summary["cot_requests"] == 3 * 2  # --limit 3 samples, --n 2 CoTs each
+    old = ts(*[a if a != "--limit" else "--n-samples" for a in _mock_generate(worldtree, tmp_path, "--dry-run", "--json")])
+    assert old.returncode == 0 and json.loads(old.stdout)["samples"] == 3  # the old name still works
+    both = ts(*_mock_generate(worldtree, tmp_path, "--n-samples", "2", "--dry-run"))
+    assert both.returncode == 2 and "--limit or its old name --n-samples" in both.stderr
+    help_text = ts("generate", "--help").stdout
+    assert "--limit" in help_text and "--n-samples" not in help_text
+
+
+def test_datasets_export_out_is_the_folder_not_its_parent(shared_data: Path, tmp_path: Path) -> None:
+    if not (shared_data / "gsm8k").is_dir():
+        pytest.skip("no gsm8k raw files")
+    env = {**ENV, "THOUGHTSOURCE_DATA": str(shared_data), "THOUGHTSOURCE_OFFLINE": "1"}
+    out = tmp_path / "gsm8k"
+    p = ts("datasets", "export", "gsm8k", "--split", "test", "--format", "parquet", "--out", f"{out}/", env=env)
+    assert p.returncode == 0, p.stderr
+    assert sorted(x.name for x in out.iterdir()) == ["test.parquet"]  # not gsm8k/gsm8k/test.parquet
+    info = json.loads(ts("info", str(out), "--json").stdout)
+    assert [(r["dataset"], r["split"], r["samples"]) for r in info["splits"]] == [("gsm8k", "test", 1319)]
+    as_file = ts("datasets", "export", "gsm8k", "--split", "test", "--out", str(tmp_path / "g.jsonl"), env=env)
+    assert as_file.returncode == 0 and (tmp_path / "g.jsonl").is_file()  # --out names the file, its suffix the format
+    subset = ts("datasets", "subset", "--limit", "5", "-d", "gsm8k", "--out", str(tmp_path / "s.json"), env=env)
+    assert subset.returncode == 0, subset.stderr
+    assert json.loads(ts("info", str(tmp_path / "s.json"), "--json").stdout)["splits"][0]["samples"] == 5

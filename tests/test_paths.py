@@ -47,6 +47,6 @@ def test_a_command_reads_the_data_variable_and_converts_under_home(variable: str
     p = subprocess.run([sys.executable, "-m", "thoughtsource", "datasets", "export", "gsm8k", "--split", "test",
                         "--out", str(tmp_path / "gsm8k.json")], capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr
-    assert (tmp_path / "gsm8k.json").exists()
+    assert (tmp_path / "gsm8k.json").is_file()
     assert list((tmp_path / "home" / "cache" / "converted" / "gsm8k").glob("test-*.parquet"))
     assert not (tmp_path / "home" / "cache" / "raw" / "gsm8k").exists()  # read from the data folder, nothing downloaded

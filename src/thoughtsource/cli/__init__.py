@@ -11,6 +11,11 @@ Conventions (tested in ``tests/test_cli_conventions.py``):
   tracebacks; a file-system error on a path the user named (it exists as a file where a folder is
   needed, permission denied, disk full) is one line too, exit code 1; anything else is a bug and
   keeps its traceback;
+* flags mean one thing everywhere: ``--out`` is what the command writes, a file (its suffix names the format:
+  .json, .jsonl, .csv, .png, .md) or the folder that holds what it writes (never a folder named after the input
+  inside it); ``--limit`` how many samples (lm-eval's word); ``--n`` CoTs per prompt; ``--json`` the result as JSON
+  on stdout; old names (``--n-samples``, ``subset --n``, ``stats --n``) still work, hidden from ``--help``;
+* accuracies are proportions (0.820) in every table, file and JSON document;
 * Ctrl-C prints "aborted" and exits 130; work already committed (the completion store, files
   written atomically) stays as it is, so re-running the command resumes.
 """

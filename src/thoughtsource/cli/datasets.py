@@ -76,22 +76,30 @@ def download(
 @app.command()
 def export(
     name: str = typer.Argument(..., help="A dataset name."),
-    format: Format = typer.Option(Format.thoughtsource_json, "--format", help="Output format."),
-    out: Path = typer.Option(..., "--out", help="Output folder."),
+    format: Format | None = typer.Option(None, "--format", help="Output format [default: by --out: .json ThoughtSource "
+                                                                "JSON, .jsonl JSONL, else a Parquet folder]."),
+    out: Path = typer.Option(..., "--out", help="Output: a .json or .jsonl file, or a folder (Parquet: one file per split "
+                                                "in it; --format thoughtsource-json/jsonl: NAME.json/.jsonl in it)."),
     splits: list[str] | None = typer.Option(None, "--split", help="Split(s) to export (default: all)."),
     data_dir: Path | None = DATA_DIR,
 ) -> None:
-    """Convert a dataset from its raw files and write it as Parquet, JSONL or ThoughtSource JSON."""
+    """Convert a dataset from its raw files and write it as Parquet, JSONL or ThoughtSource JSON.
+
+    ``--out`` is what it is for every command: the file written, or the folder that holds what is written
+    (``--out gsm8k/`` gives gsm8k/test.parquet, ..., never gsm8k/gsm8k/).
+    """
     from ..collection import Collection
 
+    fmt = format or _format_of(out)
     c = Collection.from_datasets([name], splits=splits or None, data_dir=data_dir)
-    written = _write(c, format, out, name)
+    written = _write(c, fmt, out, None if out.suffix in (".json", ".jsonl") else name, flat=True)
     note(f"wrote {len(c)} samples of {name} to {', '.join(str(p) for p in written)}", highlight=False)
 
 
 @app.command()
 def subset(
-    n: int = typer.Option(100, "--n", min=1, help="Samples per dataset."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="How many samples per dataset [default: 100]."),
+    n: int | None = typer.Option(None, "--n", min=1, hidden=True, help="Old name of --limit."),
     seed: int = typer.Option(0, "--seed", help="Random seed (the same seed gives the same ids)."),
     out: Path = typer.Option(..., "--out", help="Output file: .json (ThoughtSource JSON), .jsonl, or a folder for Parquet."),
     names: list[str] | None = typer.Option(None, "--dataset", "-d", help="Dataset(s) (default: all with raw files present)."),
@@ -103,14 +111,16 @@ def subset(
     """A ThoughtSource-100-style subset: a fixed-seed sample of N per dataset with all attached CoTs."""
     from ..datasets.released import load_thoughtsource_subset
     from ..datasets.subset import build_subset
+    from .generate import old_name
+
+    n = old_name(limit, n, "--limit", "--n") or 100
 
     if thoughtsource is not None:
         c, report = load_thoughtsource_subset(thoughtsource, data_dir)
         note(report.summary(), highlight=False)
     else:
         c = build_subset(names or None, n=n, seed=seed, split=split, data_dir=data_dir)
-    fmt = Format.jsonl if out.suffix == ".jsonl" else Format.thoughtsource_json if out.suffix == ".json" else Format.parquet
-    written = _write(c, fmt, out, None)
+    written = _write(c, _format_of(out), out, None)
     per = ", ".join(f"{d}/{s}: {len(xs)}" for d, splits in c for s, xs in splits.items())
     note(f"wrote {len(c)} samples ({per}) to {', '.join(str(p) for p in written)}", highlight=False)
 
@@ -129,8 +139,7 @@ def released(
     cots = sum(len(x.generated_cot) for _, _, x in c.samples())
     typer.echo(f"{name}: {len(c)} samples, {cots} generated CoTs ({c})")
     if out is not None:
-        fmt = Format.jsonl if out.suffix == ".jsonl" else Format.thoughtsource_json if out.suffix == ".json" else Format.parquet
-        note(f"wrote {', '.join(str(p) for p in _write(c, fmt, out, None))}", highlight=False)
+        note(f"wrote {', '.join(str(p) for p in _write(c, _format_of(out), out, None))}", highlight=False)
 
 
 @app.command("released-list")
@@ -142,9 +151,28 @@ def released_list() -> None:
         typer.echo(f"{key}  {src.url}  sha256 {src.sha256}")
 
 
-def _write(c, fmt: Format, out: Path, name: str | None) -> list[Path]:
-    """Write a collection; ``name`` set: ``out`` is a folder and the file is named after the dataset."""
+def _format_of(out: Path) -> Format:
+    """What ``--out`` names: .json a ThoughtSource JSON file, .jsonl a JSONL file, anything else a Parquet folder."""
+    return Format.jsonl if out.suffix == ".jsonl" else Format.thoughtsource_json if out.suffix == ".json" else Format.parquet
+
+
+def _write(c, fmt: Format, out: Path, name: str | None, flat: bool = False) -> list[Path]:
+    """Write a collection; ``name`` set: ``out`` is a folder and the file is named after the dataset.  ``flat``: Parquet
+    files of one dataset go straight into ``out`` (``out/<split>.parquet``; their rows name the dataset)."""
     if fmt is Format.parquet:
+        if flat and len(c.data) == 1:
+            import pyarrow.parquet as pq
+
+            from ..io import atomic_write, to_arrow
+
+            written = []
+            for d, splits in c.data.items():
+                for s, xs in splits.items():
+                    path = out / f"{s}.parquet"
+                    with atomic_write(path, "wb") as fh:
+                        pq.write_table(to_arrow(xs, d, s), fh)
+                    written.append(path)
+            return written
         return c.to_parquet(out)
     path = out / f"{name}.{'jsonl' if fmt is Format.jsonl else 'json'}" if name else out
     if fmt is Format.jsonl:

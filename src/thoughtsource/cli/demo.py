@@ -61,7 +61,8 @@ def load_demo_data(n_samples: int, seed: int) -> tuple[Any, str]:
 
 def demo(
     out: Path = typer.Option(Path("demo_out"), "--out", "-o", help="Output folder."),
-    n_samples: int = typer.Option(8, "--n-samples", help="Samples to generate for."),
+    limit: int = typer.Option(None, "--limit", min=1, help="How many samples to generate for [default: 8]."),
+    n_samples: int = typer.Option(None, "--n-samples", min=1, hidden=True, help="Old name of --limit."),
     max_tokens: int = typer.Option(96, "--max-tokens", help="Token limit of a CoT."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sample draw."),
 ) -> None:
@@ -69,7 +70,9 @@ def demo(
     import yaml
 
     from ..generate import GenerateConfig, generate
+    from .generate import old_name
 
+    n_samples = old_name(limit, n_samples, "--limit", "--n-samples") or 8
     t0 = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     collection, source = load_demo_data(n_samples, seed)

@@ -24,16 +24,25 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     return read_yaml_mapping(path, "a mapping of GenerateConfig fields")
 
 
-def select_samples(full: Any, split: str | None, n_samples: int | None, seed: int) -> Any:
+def select_samples(full: Any, split: str | None, n_samples: int | None, seed: int, flag: str = "--limit") -> Any:
     """The samples to generate for; a split no dataset has is an error (``Collection.select``), a too-large
-    ``n_samples`` a warning."""
+    ``n_samples`` a warning (naming ``flag``, the option the user gave)."""
     selected = full.select(split=split, number_samples=n_samples, seed=seed)
     if n_samples is not None:
         for d, splits in selected.data.items():
             for s, xs in splits.items():
                 if len(xs) < n_samples:
-                    log.warning("--n-samples %d: %s/%s has only %d samples; generating for all %d", n_samples, d, s, len(xs), len(xs))
+                    log.warning("%s %d: %s/%s has only %d samples; generating for all %d", flag, n_samples, d, s, len(xs), len(xs))
     return selected
+
+
+def old_name(value: Any, old_value: Any, name: str, old: str) -> Any:
+    """An option with a hidden old name (``--n-samples`` for ``--limit``): either, not both."""
+    if old_value is None:
+        return value
+    if value is not None:
+        raise typer.BadParameter(f"give {name} or its old name {old}, not both", param_hint=f"'{name}'")
+    return old_value
 
 
 def generate_cmd(
@@ -41,7 +50,9 @@ def generate_cmd(
     file: Path = typer.Option(None, "--file", "-f", help="A ThoughtSource JSON/JSONL/Parquet file instead of --dataset."),
     data_dir: Path = typer.Option(None, "--data-dir", help="Folder of raw dataset files (default: $THOUGHTSOURCE_DATA / cache)."),
     split: str = typer.Option(None, "--split", help="Split to generate for (default: every split)."),
-    n_samples: int = typer.Option(None, "--n-samples", min=1, help="Random subset of this many samples per dataset (seeded)."),
+    limit: int = typer.Option(None, "--limit", min=1, help="How many samples: a random subset of this many per dataset "
+                                                          "and split (seeded by --select-seed). Not --n (CoTs per prompt)."),
+    n_samples: int = typer.Option(None, "--n-samples", min=1, hidden=True, help="Old name of --limit."),
     select_seed: int = typer.Option(0, "--select-seed", help="Seed of the sample subset."),
     out: Path = typer.Option(None, "--out", "-o", help="Output ThoughtSource JSON (written atomically); required unless --dry-run."),
     config: Path = typer.Option(None, "--config", help="YAML file of GenerateConfig fields (flags win over it)."),
@@ -80,7 +91,7 @@ def generate_cmd(
 ) -> None:
     """Generate CoTs and extracted answers; completions are cached in SQLite, so a rerun only fills gaps.
 
-    Example: thoughtsource generate --dataset gsm8k --split test --n-samples 20 --triggers kojima-01,none
+    Example: thoughtsource generate --dataset gsm8k --split test --limit 20 --triggers kojima-01,none
     --backend openai --base-url http://127.0.0.1:8000/v1 --model NAME --out gsm8k_20.json
     """
     from ..collection import Collection
@@ -126,7 +137,8 @@ def generate_cmd(
         if splits and cfg.few_shot and cfg.few_shot_split not in splits:
             splits.append(cfg.few_shot_split)
         full = Collection.from_datasets(dataset, splits=splits, data_dir=data_dir)
-    collection = select_samples(full, split, n_samples, select_seed)
+    flag = "--n-samples" if n_samples is not None else "--limit"
+    collection = select_samples(full, split, old_name(limit, n_samples, "--limit", "--n-samples"), select_seed, flag)
     if len(collection) == 0:
         from ..errors import DataError
 

@@ -34,7 +34,8 @@ def stats(
     all_available: bool = typer.Option(False, "--all", help="Every registered dataset whose raw files are present, besides --file."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for stats.md, stats.json and the figures."),
     tokenizer: TokenizerName = typer.Option(TokenizerName.word, "--tokenizer", help="word: fast, no model; embedded: the embedded SmolLM2 tokenizer."),
-    n: int = typer.Option(3, "--n", min=1, help="n-gram size for the overlap between datasets."),
+    ngram: int = typer.Option(None, "--ngram", min=1, help="n-gram size for the overlap between datasets [default: 3]."),
+    n: int = typer.Option(None, "--n", min=1, hidden=True, help="Old name of --ngram."),
     split: str = typer.Option(None, "--split", help="Only this split of every dataset."),
     data_dir: Path = typer.Option(None, "--data-dir", help="Folder with the raw dataset files (default: the usual resolution)."),
     img_dir: str = typer.Option(".", "--img-dir", help="Sub-folder of --out for the figures (links in stats.md are relative)."),
@@ -48,7 +49,9 @@ def stats(
     from ..collection import Collection
     from ..io import atomic_write, write_json
     from ..stats import compute_stats, render_markdown
+    from .generate import old_name
 
+    n = old_name(ngram, n, "--ngram", "--n") or 3
     t0 = time.perf_counter()
     collection = _load(datasets or [], file or [], data_dir, explicit=not all_available and (bool(datasets) or bool(file)), split=split)
     if split:
