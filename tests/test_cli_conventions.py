@@ -69,9 +69,11 @@ def test_outputs_in_the_wrong_place_are_one_line_errors(annotated: Path, tmp_pat
         (("convert", str(annotated), str(tmp_path), "--to", "thoughtsource-json"),
          f"error: {tmp_path}: is a folder; expected the path of a file to write"),
         (("convert", str(annotated), str(a_file), "--to", "parquet"),
-         f"error: {a_file / 'worldtree'}: Not a directory (a file stands where a folder is needed)"),
+         f"error: {a_file}: is a file; expected a folder to write into"),
         (("evaluate", str(annotated), "--out", str(a_file)),
-         f"error: {a_file}: File exists (a file stands where a folder is needed)"),
+         f"error: {a_file}: is a file; expected a folder to write into"),
+        (("generate", "--file", str(annotated), "--backend", "mock", "--out", str(a_file / "out.json")),
+         f"error: {a_file / 'out.json'}: cannot write there: {a_file} is a file, where a folder is needed"),
     ]
     for args, line in cases:
         p = ts(*args)

@@ -162,3 +162,22 @@ def test_datasets_export_out_is_the_folder_not_its_parent(shared_data: Path, tmp
     subset = ts("datasets", "subset", "--limit", "5", "-d", "gsm8k", "--out", str(tmp_path / "s.json"), env=env)
     assert subset.returncode == 0, subset.stderr
     assert json.loads(ts("info", str(tmp_path / "s.json"), "--json").stdout)["splits"][0]["samples"] == 5
+
+
+# --------------------------------------------------------------------------- 6. check before work
+def test_an_unwritable_out_is_refused_before_generation(worldtree: Path, tmp_path: Path) -> None:
+    in_the_way = tmp_path / "taken"
+    in_the_way.write_text("a file, not a folder")
+    cases = [in_the_way / "out.json", tmp_path]  # a file stands where a folder is needed; a folder where the file goes
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        cases.append(locked / "out.json")
+    for out in cases:
+        p = ts(*_mock_generate(worldtree, tmp_path, "--out", str(out)))
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {out}: "), p.stderr
+        assert not (tmp_path / "s.sqlite").exists()  # refused before the store was opened: nothing was generated
+    p = ts("evaluate", str(worldtree), "--out", str(in_the_way / "ev"))
+    assert p.returncode == 1 and "is a file, where a folder is needed" in p.stderr

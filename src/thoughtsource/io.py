@@ -68,6 +68,28 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
         raise
 
 
+def check_out(path: str | os.PathLike[str], *, folder: bool = False) -> None:
+    """Refuse an output that cannot be written before any work is done (not after an hour of generation).
+
+    ``path`` is a file to write (``folder=False``) or a folder to write into: a folder where a file is meant, a file
+    where a folder is meant or stands in its way, or a folder the user may not write in is a :class:`DataError`
+    naming it.  Nothing is created.
+    """
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise DataError("is a file; expected a folder to write into", path=str(path))
+    if not folder and path.is_dir():
+        raise DataError("is a folder; expected the path of a file to write", path=str(path))
+    where = path if folder else path.parent
+    existing = where
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise DataError(f"cannot write there: {existing} is a file, where a folder is needed", path=str(path))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise DataError(f"cannot write there: no permission to write in {existing}", path=str(path))
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

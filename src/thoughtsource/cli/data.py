@@ -73,7 +73,9 @@ def convert(
 ) -> None:
     """Convert between ThoughtSource JSON, JSONL and Parquet (written atomically)."""
     from ..collection import Collection
+    from ..io import check_out
 
+    check_out(out, folder=to is Format.parquet)
     c = Collection.load(file)
     if to is Format.parquet:
         written = c.to_parquet(out)

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from ..console import note, print_json, stdout
+from ..io import check_out
 from .data import JSON_OPTION, Format
 
 app = typer.Typer(
@@ -91,6 +92,7 @@ def export(
     from ..collection import Collection
 
     fmt = format or _format_of(out)
+    check_out(out, folder=out.suffix not in (".json", ".jsonl"))
     c = Collection.from_datasets([name], splits=splits or None, data_dir=data_dir)
     written = _write(c, fmt, out, None if out.suffix in (".json", ".jsonl") else name, flat=True)
     note(f"wrote {len(c)} samples of {name} to {', '.join(str(p) for p in written)}", highlight=False)
@@ -114,6 +116,7 @@ def subset(
     from .generate import old_name
 
     n = old_name(limit, n, "--limit", "--n") or 100
+    check_out(out, folder=_format_of(out) is Format.parquet)
 
     if thoughtsource is not None:
         c, report = load_thoughtsource_subset(thoughtsource, data_dir)
@@ -135,6 +138,8 @@ def released(
     """Fetch and verify a released ThoughtSource-format CoT collection (by name, or by URL + sha256)."""
     from ..datasets.released import load_released
 
+    if out is not None:
+        check_out(out, folder=_format_of(out) is Format.parquet)
     c = load_released(name, sha256=sha256, data_dir=data_dir)
     cots = sum(len(x.generated_cot) for _, _, x in c.samples())
     typer.echo(f"{name}: {len(c)} samples, {cots} generated CoTs ({c})")

@@ -73,7 +73,10 @@ def demo(
     from .generate import old_name
 
     n_samples = old_name(limit, n_samples, "--limit", "--n-samples") or 8
+    from ..io import check_out
+
     t0 = time.monotonic()
+    check_out(out, folder=True)
     out.mkdir(parents=True, exist_ok=True)
     collection, source = load_demo_data(n_samples, seed)
     note(f"[bold]data[/]: {len(collection)} samples of {source}", highlight=False)

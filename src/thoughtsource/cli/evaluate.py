@@ -53,6 +53,11 @@ def evaluate(
         k_list = [int(k) for k in ks.split(",")] if ks else None
     except ValueError:
         raise ConfigError(f"--k: expected comma-separated integers, got {ks!r}") from None
+    from ..io import check_out
+
+    check_out(out or Path(f"{file.stem}_evaluation"), folder=True)
+    if scored is not None:
+        check_out(scored)
     c = Collection.load(file)
     m = mode.value
     result = evaluate_frame(c, mode=m, ks=k_list)  # type: ignore[arg-type]

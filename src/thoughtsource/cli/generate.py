@@ -102,6 +102,10 @@ def generate_cmd(
         raise ConfigError("give either --dataset or --file")
     if out is None and not dry_run:
         raise typer.BadParameter("needed unless --dry-run", param_hint="'--out'")
+    if out is not None and not dry_run:
+        from ..io import check_out
+
+        check_out(out)  # before any data is loaded or any completion asked for
     settings: dict[str, Any] = _load_yaml(config) if config else {}
     flags: dict[str, Any] = {
         "instruction_keys": _csv(instructions) or None, "cot_trigger_keys": _csv(triggers) or None,

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from ..console import console, print_json
+from ..io import check_out
 
 app = typer.Typer(help="Work with several runs: compare, merge, evaluate a folder, prompts, outliers.", no_args_is_help=True)
 
@@ -40,6 +41,8 @@ def compare(
     from ..io import atomic_write
     from ..utilities import compare_runs
 
+    if out is not None:
+        check_out(out)
     result = compare_runs(a, b, mode="flexible" if flexible else "strict", select_a=_select(select_a), select_b=_select(select_b))
     counts = result.counts()
     if out is not None:
@@ -68,6 +71,7 @@ def merge(
     """Merge files (every file of a folder) into one (CoTs of the same sample combined; conflicts listed, nothing overwritten)."""
     from ..utilities import merge_folder
 
+    check_out(out)
     result = merge_folder(paths, pattern)
     result.collection.to_jsonl(out) if out.suffix == ".jsonl" else result.collection.dump(out)
     console.print(f"merged {len(result.files)} files: {len(result.collection)} samples, {len(result.conflicts)} conflicts → {out}",
@@ -86,6 +90,8 @@ def evaluate_(
     from ..io import atomic_write
     from ..utilities import evaluate_folder
 
+    if out is not None:
+        check_out(out)
     table = evaluate_folder(paths, pattern, mode="flexible" if flexible else "strict")
     if as_json:
         print_json(table.to_dict("records"))
@@ -104,6 +110,7 @@ def prompts(
     """Export the full text of every CoT and answer-extraction prompt (rebuilt from templates and fragment ids)."""
     from ..utilities import export_prompts
 
+    check_out(out)
     console.print(f"wrote {export_prompts(file, out)} prompts to {out}", highlight=False)
 
 
@@ -168,6 +175,7 @@ def chain(
             "extract": chains.self_extract, "reflect": chains.self_reflect}
     if kind not in runs:
         raise typer.BadParameter(f"unknown chain {kind!r}; one of {', '.join(runs)}")
+    check_out(out)
     cfg = read_yaml_mapping(config, "a mapping of generate-config fields") if config else {}
     cfg.update({k: v for k, v in {"backend": backend, "model": model}.items() if v is not None})
     kwargs = {"target": chains.Target(author=author)} if kind in ("extract", "reflect") else {}

@@ -101,9 +101,12 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the final summary as JSON on stdout (progress and logs stay on stderr)."),
 ) -> None:
     """Run STaR (or a baseline) and write metrics, rationales, checkpoints and plots under --out."""
+    from ..io import check_out
     from ..star.config import StarConfig, config_path
     from ..star.seeds import parse_seeds, run_seeds, seed_dir
 
+    if not out.is_file():  # (a file there is the loop's ConfigError: --out is the run's folder)
+        check_out(out, folder=True)  # before a model is loaded or trained
     seed_list = parse_seeds(seeds) if seeds is not None else None
     if seed_list is not None and seed is not None:
         raise typer.BadParameter("give --seed or --seeds, not both", param_hint="--seeds")
@@ -292,8 +295,10 @@ def base(
     ``generate`` and ``serve-model``.  Its accuracy per digit count (dev set) is printed and kept in
     ``thoughtsource_base.json``.
     """
+    from ..io import check_out
     from ..star.base import BaseConfig, build_base
 
+    check_out(out.parent, folder=True)
     data: dict[str, Any] = BaseConfig.from_file(config).model_dump(mode="json") if config else {}
     if seed is not None:
         data["seed"] = seed
@@ -325,8 +330,12 @@ def compare(
 ) -> None:
     """Several runs side by side: accuracy ± Wilson interval per iteration, the best iteration (on dev),
     and each run against the reference and against its own iteration 0 (Fisher's exact test)."""
+    from ..io import check_out
     from ..star import report
 
+    for path in (out, markdown):
+        if path is not None:
+            check_out(path)
     loaded = report.load_arms(runs)
     result = report.comparison(loaded, reference, group)  # validates --reference before anything is written
     if out is not None:
@@ -351,8 +360,10 @@ def report_cmd(
 ) -> None:
     """The Markdown tables of a STaR report (docs/star-results.md): accuracies with intervals, best
     iterations, significance of each comparison, per-group tables, seeds and rationale filter counts."""
+    from ..io import check_out
     from ..star import report
 
+    check_out(out)
     _write_text(out, report.markdown(report.load_arms(runs), reference, group, title=title))
 
 
