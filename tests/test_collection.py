@@ -158,3 +158,20 @@ def test_merge_stops_when_cancelled() -> None:
     import gc
 
     assert gc.isenabled()  # the merge pauses the garbage collector, and resumes it after an exception too
+
+
+def test_merge_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """The merge pauses the GC and then moves its new objects to the oldest generation (freeze + unfreeze): nothing
+    stays frozen, and objects frozen by someone else (e.g. before a fork) stay frozen."""
+    import gc
+
+    a, b = _run(500, "m1"), _run(500, "m2")
+    a.merge(b)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        a.merge(b)
+        assert gc.isenabled() and gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

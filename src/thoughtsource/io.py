@@ -246,11 +246,12 @@ def parse_data(obj: Any, *, path: str | None = None, validate: bool = False, war
                 except ValidationError as e:
                     field, msg = _validation_message(e)
                     raise DataError(msg, path=path, dataset=ds_name, split=split, record=str(rid), field=field) from None
-                for p in semantic_problems(sample):
-                    problems.append(f"{ds_name}/{split}/{sample.id}: {p}")
-                if sample.id in seen:  # sample ids address samples (merging, the annotator's URLs): one per split
-                    problems.append(f"{ds_name}/{split}/{sample.id}: duplicate sample id (record #{i})")
-                seen.add(sample.id)
+                if validate or warn:  # (not when no one reads them, e.g. Collection.merge's copy of its data)
+                    for p in semantic_problems(sample):
+                        problems.append(f"{ds_name}/{split}/{sample.id}: {p}")
+                    if sample.id in seen:  # sample ids address samples (merging, the annotator's URLs): one per split
+                        problems.append(f"{ds_name}/{split}/{sample.id}: duplicate sample id (record #{i})")
+                    seen.add(sample.id)
                 samples.append(sample)
             data[ds_name][split] = samples
     if problems:
