@@ -19,7 +19,7 @@ def test_runs_commands_print_json(examples_dir: Path) -> None:
     rows = json.loads(ev.stdout)
     assert len(rows) == 6 and {r["file"] for r in rows} == {f.name} and sum(r["correct"] for r in rows) == 492
     best = json.loads(ts("runs", "best", str(f), "--json").stdout)
-    assert best["mode"] == "strict" and best["accuracy"]["med_qa"] == {"gpt-4 / None / zhou-01": 0.76}
+    assert best["mode"] == "strict" and best["accuracy"]["med_qa"] == {"model: gpt-4 · instruction: none · trigger: zhou-01": 0.76}
     assert {b["dataset"] for b in best["best"]} == set(best["accuracy"])
     out = ts("runs", "outliers", str(f), "--json")
     assert out.returncode == 0, out.stderr

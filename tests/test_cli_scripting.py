@@ -181,3 +181,30 @@ def test_an_unwritable_out_is_refused_before_generation(worldtree: Path, tmp_pat
         assert not (tmp_path / "s.sqlite").exists()  # refused before the store was opened: nothing was generated
     p = ts("evaluate", str(worldtree), "--out", str(in_the_way / "ev"))
     assert p.returncode == 1 and "is a file, where a folder is needed" in p.stderr
+
+
+# --------------------------------------------------------------------------- 7. messages and labels
+def test_an_empty_file_and_a_csv_get_their_own_messages(tmp_path: Path) -> None:
+    empty, blank, table = tmp_path / "run.json", tmp_path / "run.jsonl", tmp_path / "accuracy.csv"
+    empty.write_text("")
+    blank.write_text("\n\n")
+    table.write_text("dataset,split,model,accuracy\ngsm8k,test,m,0.5\n")
+    csv_named_json = tmp_path / "table.json"
+    csv_named_json.write_text(table.read_text())
+    for path, message in [(empty, "the file is empty"), (blank, "the file is empty"), (table, "this is a CSV table"),
+                          (csv_named_json, "this is a CSV table")]:
+        for command in (["info", str(path)], ["evaluate", str(path), "--out", str(tmp_path / "ev")]):
+            p = ts(*command)
+            assert p.returncode == 1, p.stderr
+            assert p.stderr.strip().splitlines() == [p.stderr.strip()]  # one line
+            assert p.stderr.startswith(f"error: {path}: {message}") and "Expecting value" not in p.stderr
+
+
+def test_table_row_labels_name_their_fields(examples_dir: Path, tmp_path: Path) -> None:
+    f = examples_dir / "model_runs" / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json"
+    p = ts("evaluate", str(f), "--out", str(tmp_path / "ev"))
+    pooled = next(x for x in p.stdout.splitlines() if x.startswith("pooled"))
+    assert pooled.startswith("pooled (model: gpt-4): instruction: none · trigger: zhou-01 · extraction: kojima-A-D: 0.880")
+    assert "None" not in p.stdout.replace(f.name, "")  # no bare None (but in the file name): "instruction: none"
+    best = ts("runs", "best", str(f)).stdout
+    assert "| dataset | model: gpt-4 · instruction: none · trigger: zhou-01 |" in best

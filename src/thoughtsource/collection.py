@@ -113,6 +113,7 @@ class Collection:
     def load(cls, path: str | os.PathLike[str], *, validate: bool = False) -> Collection:
         """Open a file by its extension: .json (ThoughtSource), .jsonl, .parquet or a Parquet folder."""
         p = Path(path)
+        io.check_input(p)  # an empty file, a CSV table: their own messages
         if p.is_dir() or p.suffix == ".parquet":
             return cls.from_parquet(p)
         if p.suffix == ".jsonl":

@@ -213,6 +213,17 @@ class Evaluation:
                 out.setdefault(str(model), {})[str(key)] = float(value)
         return out
 
+    def pooled_cells(self, mode: Mode | None = None) -> list[dict[str, Any]]:
+        """What :meth:`by_model` holds, with the fields apart: one record per model, instruction, CoT trigger and
+        answer extraction (pooled over datasets and splits, never over models) with its ``accuracy``."""
+        m = mode or self.mode
+        a = _scored(self.answers[self.answers["mode"] == m])
+        if not len(a):
+            return []
+        keys = ["model", "instruction", "cot_trigger", "answer_extraction"]
+        grouped = a.assign(**{k: a[k].astype(str) for k in keys}).groupby(keys, sort=True)["correct"].mean()
+        return [{**dict(zip(keys, key, strict=True)), "accuracy": float(v)} for key, v in grouped.items()]
+
     def to_dict(self, mode: Mode | None = None, *, by_model: bool | None = None) -> dict[str, Any]:
         """``{"accuracy": {"<instruction>_<cot_trigger>_<answer_extraction>": value}}`` for ``mode``.
 

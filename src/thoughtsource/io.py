@@ -160,7 +160,39 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise DataError("file not found", path=str(path)) from None
     except UnicodeDecodeError as e:
         raise DataError(f"not UTF-8 text ({e.reason} at byte {e.start})", path=str(path)) from None
+    if not text.strip():
+        raise DataError(EMPTY_FILE, path=str(path))
+    if looks_like_csv(text):
+        raise DataError(CSV_FILE, path=str(path))
     return _decode(text, path=str(path))
+
+
+EMPTY_FILE = "the file is empty (expected ThoughtSource JSON, JSONL or Parquet)"
+CSV_FILE = ("this is a CSV table, not a ThoughtSource file: thoughtsource reads ThoughtSource JSON, JSONL or Parquet "
+            "(CSV is what evaluate and runs write, e.g. answers.csv, accuracy.csv)")
+TABLE_SUFFIXES = (".csv", ".tsv")
+
+
+def looks_like_csv(text: str) -> bool:
+    """A first line of comma- or tab-separated names (``dataset,split,model,...``) and no JSON opening."""
+    first = text.lstrip().split("\n", 1)[0].strip()
+    if not first or first[0] in "{[\"":
+        return False
+    return ("," in first or "\t" in first) and ":" not in first
+
+
+def check_input(path: str | os.PathLike[str]) -> None:
+    """An empty file and a CSV table each get their own message, not 'invalid JSON: Expecting value' (or, for an
+    empty JSONL file, a collection of nothing)."""
+    path = Path(path)
+    if path.suffix.lower() in TABLE_SUFFIXES and path.is_file():
+        raise DataError(CSV_FILE, path=str(path))
+    try:
+        st = path.stat()
+    except OSError:
+        return
+    if path.is_file() and st.st_size == 0:
+        raise DataError(EMPTY_FILE, path=str(path))
 
 
 MAX_JSON_DEPTH = 100  # ThoughtSource data needs ~12 levels; deeper values could not be written back (serializer limit)
@@ -294,14 +326,20 @@ def dump_jsonl(data: Data, path: str | os.PathLike[str]) -> None:
 
 def load_jsonl(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
     obj: dict[str, dict[str, list[Any]]] = {}
+    records = 0
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
+            if not records and looks_like_csv(line):
+                raise DataError(CSV_FILE, path=str(path))
+            records += 1
             rec = _decode(line, path=str(path), line=lineno)
             if not isinstance(rec, dict) or "dataset" not in rec or "split" not in rec:
                 raise DataError("expected an object with 'dataset' and 'split' keys", path=str(path), line=lineno)
             obj.setdefault(rec.pop("dataset"), {}).setdefault(rec.pop("split"), []).append(rec)
+    if not records:
+        raise DataError(EMPTY_FILE, path=str(path))
     return parse_data(obj, path=str(path), validate=validate)
 
 

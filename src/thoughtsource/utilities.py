@@ -313,6 +313,8 @@ def accuracy_pivot(accuracy: pd.DataFrame, *, rows: str = "dataset",
                    columns: Sequence[str] = ("model", "instruction", "cot_trigger")) -> pd.DataFrame:
     """An evaluation accuracy table as rows × columns (default dataset × model/instruction/trigger; the answer
     extraction, which ``auto`` picks per answer type, is averaged over), for :func:`highlight_best`."""
+    from .plots import row_label
+
     frame = accuracy.copy()
-    frame["column"] = frame[list(columns)].astype(str).agg(" / ".join, axis=1)
+    frame["column"] = [row_label(r, list(columns)) for r in frame[list(columns)].to_dict("records")]  # names its fields
     return frame.pivot_table(index=rows, columns="column", values="accuracy", aggfunc="mean")

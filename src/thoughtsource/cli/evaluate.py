@@ -20,6 +20,20 @@ class ModeOption(str, Enum):
 _SHORT = {"cot_trigger": "trigger", "answer_extraction": "extraction", "instruction": "instr."}
 
 
+def _value(v: Any) -> str:
+    """A cell as shown: no trigger / no instruction is "none", as in the plots."""
+    from ..plots import _value as shown
+
+    return shown(v)
+
+
+def row_label(row: Any, fields: list[str]) -> str:
+    """"instruction: none · trigger: zhou-01 · extraction: kojima-A-D": every part names its field."""
+    from ..plots import row_label as label
+
+    return label(row, fields)
+
+
 def _pct(v: float) -> str:
     """A proportion as the CSV and Markdown tables write it (0.820: one unit everywhere)."""
     from ..evaluate import fmt_proportion
@@ -101,7 +115,8 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
     acc = result.accuracy[result.accuracy["mode"] == m]
     keys = ["dataset", "split", "model", "instruction", "cot_trigger", "answer_extraction"]
     varying = [k for k in keys if acc[k].nunique(dropna=False) > 1] or ["dataset"]
-    shared = ", ".join(f"{k.replace('_', ' ')}: {acc[k].iloc[0]}" for k in keys if k not in varying)
+    fixed = [k for k in keys if k not in varying]
+    shared = row_label(acc.iloc[0], fixed).replace(" · ", ", ") if fixed else ""
     table = Table(title=f"accuracy ({m}) — {file.name}", caption=shared or None)
     for col in varying:
         table.add_column(_SHORT.get(col, col), overflow="ellipsis", no_wrap=True)
@@ -111,13 +126,19 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
         table.add_column(col, justify="right", no_wrap=True, min_width=width)
     for _, r in acc.iterrows():
         qs = (str(r["questions"]),) if repeated else ()
-        table.add_row(*(str(r[k]) for k in varying), str(r["n"]), *qs, _acc(r), str(r["no_answer"]))
+        table.add_row(*(_value(r[k]) for k in varying), str(r["n"]), *qs, _acc(r), str(r["no_answer"]))
     stdout.print(table)
     other = "flexible" if m == "strict" else "strict"
-    both = result.by_model(other)
-    for model, mine in result.by_model(m).items():  # pooled over datasets and splits, never over models
-        stdout.print(f"pooled (model: {model}): " + ", ".join(
-            f"{k}: {_pct(v)} ({other} {_pct(both.get(model, {}).get(k, float('nan')))})" for k, v in mine.items()))
+    combination = ("instruction", "cot_trigger", "answer_extraction")
+    theirs = {tuple(c[k] for k in ("model", *combination)): c["accuracy"] for c in result.pooled_cells(other)}
+    mine: dict[str, list[dict[str, Any]]] = {}
+    for c in result.pooled_cells(m):  # pooled over datasets and splits, never over models
+        mine.setdefault(c["model"], []).append(c)
+    for model, cells in mine.items():
+        stdout.print(f"pooled (model: {model}): " + "; ".join(
+            f"{row_label(c, list(combination))}: {_pct(c['accuracy'])} "
+            f"({other} {_pct(theirs.get(tuple(c[k] for k in ('model', *combination)), float('nan')))})" for c in cells),
+            highlight=False)
 
     maj = result.majority[result.majority["mode"] == m]
     if not maj.empty:
@@ -126,7 +147,7 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
             right = col in ("k", "prompts", "accuracy (95% CI)")
             mt.add_column(col, justify="right" if right else "left", no_wrap=True, overflow="ellipsis")
         for _, r in maj.iterrows():
-            mt.add_row(str(r["dataset"]), str(r["model"]), str(r["cot_trigger"]), str(r["k"]), str(r["n"]), _acc(r))
+            mt.add_row(str(r["dataset"]), str(r["model"]), _value(r["cot_trigger"]), str(r["k"]), str(r["n"]), _acc(r))
         stdout.print(mt)
     sampling = result.sampling
     if sampling is not None and not sampling.empty and not (sub := sampling[sampling["mode"] == m]).empty:
@@ -135,7 +156,7 @@ def _print_tables(result: Any, m: str, file: Path) -> None:
             st.add_column(col, justify="left" if col in ("dataset", "model", "trigger") else "right", no_wrap=True,
                           overflow="ellipsis")
         for _, r in sub.iterrows():
-            st.add_row(str(r["dataset"]), str(r["model"]), str(r["cot_trigger"]), str(r["k"]), str(r["questions"]),
+            st.add_row(str(r["dataset"]), str(r["model"]), _value(r["cot_trigger"]), str(r["k"]), str(r["questions"]),
                        f"{_pct(r['pass_at_k'])} ({_pct(r['pass_ci_low'])}–{_pct(r['pass_ci_high'])})",
                        f"{_pct(r['maj_at_k'])} ({_pct(r['maj_ci_low'])}–{_pct(r['maj_ci_high'])})")
         stdout.print(st)
