@@ -329,6 +329,17 @@ def test_a_second_upload_during_a_long_merge_is_refused_and_the_server_keeps_ser
     assert ("d", "test", "s3") in app.state.data.index and ("d", "test", "s4") not in app.state.data.index
 
 
+def test_a_restart_removes_the_temp_folder_of_an_interrupted_upload(small_server, make_app) -> None:
+    """An upload's private temp folder (``uploads/.upload-*``) outlives a process killed mid-upload; the next start
+    removes it and serves only stored files."""
+    app, _, base_file = small_server
+    tmp = app.state.settings.upload_dir / ".upload-x1y2"
+    tmp.mkdir(parents=True)
+    (tmp / "half.json").write_text(json.dumps({"d": {"test": [_sample("half")]}}))
+    restarted = make_app(files=[base_file])
+    assert not tmp.exists() and ("d", "test", "half") not in restarted.state.data.index
+
+
 SERVE_SCRIPT = """
 import socket, sys
 from pathlib import Path

@@ -78,6 +78,11 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
     app = FastAPI(title="thoughtsource annotator", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings = settings
     app.state.db = db
+    if settings.upload_dir and settings.upload_dir.is_dir():
+        import shutil
+
+        for tmp in settings.upload_dir.glob(".upload-*"):  # of an upload whose process ended before it cleaned up
+            shutil.rmtree(tmp, ignore_errors=True)
     if data is None:
         uploaded = sorted(p for p in settings.upload_dir.glob("*") if p.suffix in (".json", ".jsonl", ".parquet")) \
             if settings.upload_dir and settings.upload_dir.is_dir() else []
