@@ -1,0 +1,32 @@
+"""The bootstrap report's statistics: the exact McNemar test and the dev-chosen iteration."""
+
+from __future__ import annotations
+
+import pytest
+
+from thoughtsource.star.bootstrap import chosen_iteration, mcnemar_exact, paired
+
+
+@pytest.mark.parametrize(("b", "c"), [(0, 0), (0, 1), (1, 0), (3, 3), (0, 10), (7, 2), (12, 40), (95, 5), (0, 200)])
+def test_mcnemar_exact_is_the_two_sided_binomial_test_on_discordant_pairs(b: int, c: int) -> None:
+    stats = pytest.importorskip("scipy.stats")
+    expected = 1.0 if b + c == 0 else stats.binomtest(b, b + c, 0.5).pvalue
+    assert mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-9, abs=1e-300)
+
+
+def test_paired_counts_only_problems_both_answered() -> None:
+    a = {"p1": True, "p2": True, "p3": False, "p4": True}
+    b = {"p1": True, "p2": False, "p3": True, "p5": False}
+    r = paired(a, b)
+    assert (r["n"], r["only_a"], r["only_b"], r["difference"]) == (3, 1, 1, 0.0) and r["p_value"] == 1.0
+
+
+def test_chosen_iteration_is_the_best_dev_accuracy_above_k_earliest_on_ties() -> None:
+    def it(i: int, five: int, six: int, one: int = 8) -> dict:
+        return {"iteration": i, "dev_correct_by_group": {"1-digit": [one, 8], "5-digit": [five, 50], "6-digit": [six, 50]}}
+
+    # iteration 2 is best above k = 4 (digits 5-6) although iteration 1 is best overall (its 1-digit score)
+    summary = {"iterations": [it(0, 10, 0), it(1, 30, 5, one=8), it(2, 30, 9, one=0), it(3, 31, 8, one=0)]}
+    assert chosen_iteration(summary, 4) == 2
+    assert chosen_iteration({"iterations": [it(0, 10, 0), it(1, 20, 0), it(2, 20, 0)]}, 4) == 1  # tie: the earliest
+    assert chosen_iteration({"iterations": [it(0, 10, 0), it(1, 20, 0)]}, 6) == 0  # nothing above k: iteration 0
