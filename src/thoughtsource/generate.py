@@ -340,6 +340,7 @@ class _Dispatcher:
             task = asyncio.create_task(self._run(batch))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(_retrieved)  # a Ctrl-C raised in it ends the run; asyncio need not log it again
 
     def _settle(self, batch: list[tuple[str, Request, asyncio.Future[tuple[StoredCompletion, bool]]]],
                 error: BaseException) -> None:
@@ -396,10 +397,23 @@ class _Dispatcher:
 
     async def _send(self, batch: list[tuple[str, Request, asyncio.Future[tuple[StoredCompletion, bool]]]]) -> None:
         """Call the backend for claimed keys; commit each completion, then resolve its future."""
+        from .interrupt import Interrupted
+
         try:
             completions = await self.backend.complete([r for _, r, _ in batch])
             if len(completions) != len(batch):
                 raise BackendError(f"returned {len(completions)} completions for {len(batch)} requests", backend=self.backend.name)
+        except Interrupted as e:  # Ctrl-C stopped the in-process model: commit every completion that finished, then stop
+            kept = set()
+            for i, (key, request, _) in enumerate(batch):
+                c = e.completions.get(i)
+                if c is not None and (self.allow_empty or c.text.strip() or c.reasoning is not None):
+                    self.store.put(key, self.backend.name, self.identity, request, c)
+                    self.called += 1
+                    kept.add(key)
+            self.store.release(key for key, _, _ in batch if key not in kept)
+            log.info("interrupted: kept %d finished completion(s) of the batch", len(kept))
+            raise
         except BaseException:
             self.store.release(key for key, _, _ in batch)
             raise
@@ -421,6 +435,12 @@ class _Dispatcher:
             self.store.release(empty)
             for key in empty:
                 self.inflight.pop(key, None)
+
+
+def _retrieved(task: asyncio.Task[None]) -> None:
+    """Marks a task's exception as seen (it propagated out of the event loop: Ctrl-C)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _estimate_tokens(text: str) -> int:
@@ -660,7 +680,10 @@ def generate(
                 if own_backend:
                     await be.aclose()
 
-        _run_coroutine(main)
+        from .interrupt import graceful_sigint
+
+        with graceful_sigint():  # Ctrl-C during in-process decoding: stop between steps, keep what finished
+            _run_coroutine(main)
         model_name, api_service = cfg.model, cfg.api_service or be.name
         if backend is not None and be.name != cfg.backend:  # the instance passed in is what ran
             model_name, api_service = str(identity.get("model") or cfg.model), be.name

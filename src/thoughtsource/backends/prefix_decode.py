@@ -79,8 +79,13 @@ def decode(
     eos_ids: Sequence[int],
     pick: Callable[[Any, list[int]], Any],
     min_prefix: int = MIN_PREFIX_TOKENS,
+    should_stop: Callable[[], bool] | None = None,
+    unfinished: set[int] | None = None,
 ) -> list[list[int]]:
-    """Generated token ids per row (EOS excluded; may end inside a stop string, cut later)."""
+    """Generated token ids per row (EOS excluded; may end inside a stop string, cut later).
+
+    ``should_stop`` (Ctrl-C, :mod:`thoughtsource.interrupt`) is checked between decoding steps: once it is true the
+    decoding ends, and the rows that had not ended are added to ``unfinished`` (their ids are not a completion)."""
     import torch
 
     out: list[list[int]] = [[] for _ in rows]
@@ -94,14 +99,22 @@ def decode(
             members = sorted(members, key=lambda i: len(rows[i].ids))
             for start in range(0, len(members), batch_size):
                 batch = members[start : start + batch_size]
+                if should_stop is not None and should_stop():
+                    if unfinished is not None:
+                        unfinished.update(batch)
+                    continue
+                cut: set[int] = set()
                 for i, ids in zip(batch, _decode_batch(model, tokenizer, [rows[i] for i in batch], plen, prefix_cache,
-                                                       eos_ids, pick, [*batch], device), strict=True):
+                                                       eos_ids, pick, [*batch], device, should_stop, cut), strict=True):
                     out[i] = ids
+                if unfinished is not None:
+                    unfinished.update(batch[j] for j in cut)
     return out
 
 
 def _decode_batch(model: Any, tokenizer: Any, rows: list[Row], plen: int, prefix_cache: Any, eos_ids: Sequence[int],
-                  pick: Callable[[Any, list[int]], Any], row_keys: list[int], device: Any) -> list[list[int]]:
+                  pick: Callable[[Any, list[int]], Any], row_keys: list[int], device: Any,
+                  should_stop: Callable[[], bool] | None = None, cut: set[int] | None = None) -> list[list[int]]:
     import torch
 
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -143,6 +156,10 @@ def _decode_batch(model: Any, tokenizer: Any, rows: list[Row], plen: int, prefix
                     continue
             keep.append(j)
         if not keep:
+            break
+        if should_stop is not None and should_stop():  # between two decoding steps: the rows still going are cut off
+            if cut is not None:
+                cut.update(active[j] for j in keep)
             break
         last_pos = step_pos[:, -1:]
         if len(keep) < len(active):

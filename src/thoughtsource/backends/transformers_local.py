@@ -45,7 +45,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .. import interrupt
 from ..errors import BackendError
+from ..interrupt import Interrupted
 from ..paths import cache_dir
 from .base import Completion, Request
 from .counters import Counters, loop_state, request_seed
@@ -211,7 +213,11 @@ class TransformersBackend:
         order = sorted(range(len(requests)), key=lambda i: -len(requests[i].prompt or str(requests[i].messages)))
         for i in order:
             state.queue.put_nowait((requests[i], futures[i]))
-        return list(await asyncio.gather(*futures))
+        try:
+            return list(await asyncio.gather(*futures))
+        except Interrupted:  # Ctrl-C: the requests that finished go to the caller (to be stored), the rest are not results
+            done = {i: f.result() for i, f in enumerate(futures) if f.done() and not f.cancelled() and f.exception() is None}
+            raise Interrupted(done) from None
 
     def complete_sync(self, requests: list[Request]) -> list[Completion]:
         """``complete`` for code without an event loop (STaR's training loop)."""
@@ -250,6 +256,14 @@ class TransformersBackend:
                 continue
             try:
                 results = await asyncio.to_thread(self.generate, [r for r, _ in batch])
+            except Interrupted as stopped:  # Ctrl-C between decoding steps: finished rows are results, the others stop
+                for i, (_, fut) in enumerate(batch):
+                    if not fut.done():
+                        if i in stopped.completions:
+                            fut.set_result(stopped.completions[i])
+                        else:
+                            fut.set_exception(Interrupted())
+                continue
             except Exception as e:  # surfaced to every caller of this batch
                 self.counters.errors += 1
                 self.counters.failed += len(batch)
@@ -272,7 +286,10 @@ class TransformersBackend:
         model, _ = self.load()
         rows = [self._row(r) for r in requests]
         t0 = time.monotonic()
-        with self._lock:
+        unfinished: set[int] = set()  # rows cut off by Ctrl-C (interrupt.requested) between decoding steps
+        with self._lock, interrupt.decoding():
+            if interrupt.requested():
+                raise Interrupted({})
             self._apply_threads()
             was_training = model.training  # a model handed over mid-training: no dropout while generating
             model.eval()
@@ -280,21 +297,49 @@ class TransformersBackend:
                 if self.mode == "continuous":
                     outputs = self._generate_continuous(rows)
                 elif self.mode == "prefix":
-                    outputs = self._generate_prefix(rows)
+                    outputs = self._generate_prefix(rows, unfinished)
                 else:
                     outputs = []
                     for start in range(0, len(rows), self.options.batch_size):
-                        outputs += self._generate_padded(rows[start : start + self.options.batch_size])
+                        chunk = rows[start : start + self.options.batch_size]
+                        if interrupt.requested():
+                            outputs += [[] for _ in chunk]
+                            unfinished.update(range(start, start + len(chunk)))
+                            continue
+                        outputs += self._generate_padded(chunk)
+                        if interrupt.requested():
+                            unfinished.update(start + i for i in self._cut_off(chunk, outputs[start:]))
             finally:
                 model.train(was_training)
         latency = time.monotonic() - t0
         log.debug("generated %d rows (%s) in %.2fs", len(rows), self.mode, latency)
         completions = [self._finish(row, ids, latency) for row, ids in zip(rows, outputs, strict=True)]
-        self.counters.requests += len(rows)
-        self.counters.completed += len(rows)
+        if unfinished:
+            kept = {i: c for i, c in enumerate(completions) if i not in unfinished}
+            self._count(list(kept.values()))
+            raise Interrupted(kept)
+        self._count(completions)
+        return completions
+
+    def _count(self, completions: list[Completion]) -> None:
+        self.counters.requests += len(completions)
+        self.counters.completed += len(completions)
         self.counters.prompt_tokens += sum(c.prompt_tokens for c in completions)
         self.counters.completion_tokens += sum(c.completion_tokens for c in completions)
-        return completions
+
+    def _cut_off(self, rows: list[_Row], outputs: list[list[int]]) -> list[int]:
+        """The rows of a padded batch that Ctrl-C stopped before they ended (no EOS or pad, no stop string, short of
+        their max_tokens)."""
+        tok = self._tokenizer
+        ends = {*_eos_ids(self._model, tok), tok.pad_token_id}
+        cut = []
+        for i, (row, ids) in enumerate(zip(rows, outputs, strict=True)):
+            if len(ids) >= row.request.max_tokens or any(t in ends for t in ids):
+                continue
+            if row.request.stop and _stop_index(tok.decode(ids, skip_special_tokens=True), row.request.stop) is not None:
+                continue
+            cut.append(i)
+        return cut
 
     def _apply_threads(self) -> None:
         """``torch.set_num_threads`` before a CPU generate, per the ``threads`` option."""
@@ -347,7 +392,7 @@ class TransformersBackend:
         processors = LogitsProcessorList()
         if any(r.request.temperature > 0 for r in rows):
             processors.append(_RowSampler([r.request for r in rows], self.device))
-        stopping = StoppingCriteriaList([_RowStop(rows, width, tok)])
+        stopping = StoppingCriteriaList([_RowStop(rows, width, tok), _InterruptStop()])
         with torch.inference_mode():
             out = model.generate(
                 input_ids=input_ids.to(self.device),
@@ -358,7 +403,7 @@ class TransformersBackend:
             )
         return [out[i, width:].tolist() for i in range(len(rows))]
 
-    def _generate_prefix(self, rows: list[_Row]) -> list[list[int]]:
+    def _generate_prefix(self, rows: list[_Row], unfinished: set[int] | None = None) -> list[list[int]]:
         from .prefix_decode import Row, decode
 
         sampler = _RowSampler([r.request for r in rows], self.device)
@@ -369,6 +414,8 @@ class TransformersBackend:
             batch_size=self.options.batch_size,
             eos_ids=_eos_ids(self._model, self._tokenizer),
             pick=sampler.pick,
+            should_stop=interrupt.requested,
+            unfinished=unfinished,
         )
 
     def _generate_continuous(self, rows: list[_Row]) -> list[list[int]]:
@@ -585,6 +632,15 @@ class _RowSampler:
             out[j] = float("-inf")
             out[j, token] = 0.0
         return out
+
+
+class _InterruptStop:
+    """Stopping criterion: every row stops at the next decoding step once Ctrl-C asked (:mod:`thoughtsource.interrupt`)."""
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        return torch.full((input_ids.shape[0],), interrupt.requested(), dtype=torch.bool, device=input_ids.device)
 
 
 class _RowStop:

@@ -168,7 +168,9 @@ def run(
     put("report_to", report_to)
     put("checkpoint_every", checkpoint_every)
     cfg = StarConfig.from_dict(data, path=str(config_path(config)) if config else None)
-    with _results_to_stdout(as_json):
+    from ..interrupt import graceful_sigint
+
+    with _results_to_stdout(as_json), graceful_sigint():  # Ctrl-C while the model decodes: stop between steps
         if seed_list is None:
             from ..star import loop
 
