@@ -41,3 +41,20 @@ def test_store_path_ls_stats_clear(examples_dir: Path, tmp_path: Path) -> None:
     assert json.loads(ts("store", "stats", "--json", home=home).stdout)["completions"] == 0
     other = tmp_path / "other.sqlite"
     assert ts("store", "path", "--db", str(other), home=home).stdout == f"{other}\n"
+
+
+def test_the_readme_lists_the_store_commands_and_they_run(examples_dir: Path, tmp_path: Path) -> None:
+    """README's store commands, as written, on a store that a generate run filled."""
+    from test_readme import README, readme_commands  # tests/ is on sys.path (rootdir-relative, no package)
+
+    commands = [c for c in readme_commands(README.read_text()) if c.startswith("thoughtsource store ")]
+    assert {c.split()[2] for c in commands} == {"path", "ls", "stats", "clear"}
+    home = tmp_path / "home"
+    src = examples_dir / "tests_unit_data" / "worldtree_100_dataset.json"
+    g = ts("generate", "--file", str(src), "--split", "train", "--limit", "2", "--backend", "mock", "--out", str(tmp_path / "o.json"),
+           home=home)
+    assert g.returncode == 0, g.stderr
+    for command in commands:
+        p = ts(*command.split()[1:], home=home)
+        assert p.returncode == 0, (command, p.stderr)
+    assert json.loads(ts("store", "stats", "--json", home=home).stdout)["completions"] == 0  # the last one cleared it
