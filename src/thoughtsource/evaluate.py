@@ -39,7 +39,7 @@ import ast
 import logging
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -484,6 +484,39 @@ def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
     return table[[*keys, *ACCURACY_COLUMNS]]
 
 
+def _questions_by_mode(
+    answers: pd.DataFrame,
+    values: dict[str, list[Any]],
+    gold_cache: dict[int, Any],
+    collection: Collection,
+    ks: Sequence[int] | None,
+) -> Iterator[tuple[str, list[int], list[tuple[tuple[Any, ...], list[Any], list[bool], str, Any]]]]:
+    """Per answer mode with some question sampled more than once: the ks to report (``ks``, or the defaults plus
+    the largest sample count) and every question as ``(combination key, answers in file order, their correctness,
+    answer type, gold)``: what maj@k and pass@k are computed from."""
+    import pandas as pd
+
+    if answers.empty:
+        return
+    golds = {(d, s, x.id): (x.type, gold_cache.get(id(x), ((), None))[1]) for d, s, x in collection.samples()}
+    for m, vals in values.items():
+        sub = answers[answers["mode"] == m]
+        series = pd.Series(vals, index=sub.index, dtype=object)
+        sub = _scored(sub)
+        groups = sub.groupby([*COMBINATION, "sample_id"], sort=True, dropna=False).indices
+        if not groups or max(len(ix) for ix in groups.values()) < 2:
+            continue
+        largest = max(len(ix) for ix in groups.values())
+        wanted = sorted(k for k in set(ks or DEFAULT_KS) | ({largest} if ks is None else set()) if k >= 1)
+        questions = []
+        for gkey, ix in groups.items():
+            labels = sub.index[ix]
+            t, gold = golds.get((gkey[0], gkey[1], gkey[-1]), (None, None))
+            questions.append((tuple(gkey[:-1]), series.loc[labels].tolist(),
+                              [bool(x) for x in sub.loc[labels, "correct"].tolist()], t or "number", gold))
+        yield m, wanted, questions
+
+
 def _majority_table(
     answers: pd.DataFrame,
     values: dict[str, list[Any]],
@@ -495,29 +528,15 @@ def _majority_table(
 
     keys = [*COMBINATION, "mode", "k"]
     columns = [*keys, "n", "correct", "accuracy", "ci_low", "ci_high"]
-    if answers.empty:
-        return pd.DataFrame(columns=columns)
-    golds = {(d, s, x.id): (x.type, gold_cache.get(id(x), ((), None))[1]) for d, s, x in collection.samples()}
     rows: list[tuple[Any, ...]] = []
-    for m, vals in values.items():
-        sub = answers[answers["mode"] == m]
-        series = pd.Series(vals, index=sub.index, dtype=object)
-        sub = _scored(sub)
-        group_keys = [*COMBINATION, "sample_id"]
-        groups = sub.groupby(group_keys, sort=False, dropna=False).indices
-        if not groups or max(len(ix) for ix in groups.values()) < 2:
-            continue
-        wanted = sorted(set(ks or DEFAULT_KS) | ({max(len(ix) for ix in groups.values())} if ks is None else set()))
+    for m, wanted, questions in _questions_by_mode(answers, values, gold_cache, collection, ks):
         agg: dict[tuple[Any, ...], list[int]] = {}
-        for gkey, ix in groups.items():
-            ordered = series.loc[sub.index[ix]].tolist()  # answers are in file order, i.e. sample order
-            t, gold = golds.get((gkey[0], gkey[1], gkey[-1]), (None, None))
+        for ckey, ordered, _, t, gold in questions:
             for k in wanted:
                 if len(ordered) < k:
                     continue
-                vote = majority_vote(ordered[:k], t or "number")
-                ok = is_correct(vote, t or "number", gold)
-                slot = agg.setdefault((*gkey[:-1], m, k), [0, 0])
+                ok = is_correct(majority_vote(ordered[:k], t), t, gold)  # the first k in file order, i.e. sample order
+                slot = agg.setdefault((*ckey, m, k), [0, 0])
                 slot[0] += 1
                 slot[1] += int(ok)
         rows.extend((*key, n, c) for key, (n, c) in agg.items())
@@ -607,34 +626,19 @@ def sampling_table(
 
     keys = [*COMBINATION, "mode", "k"]
     columns = [*keys, *SAMPLING_COLUMNS]
-    if answers.empty:
-        return pd.DataFrame(columns=columns)
-    golds = {(d, s, x.id): (x.type, gold_cache.get(id(x), ((), None))[1]) for d, s, x in collection.samples()}
     rows: list[tuple[Any, ...]] = []
-    for m, vals in values.items():
-        sub = answers[answers["mode"] == m]
-        series = pd.Series(vals, index=sub.index, dtype=object)
-        sub = _scored(sub)
-        groups = sub.groupby([*COMBINATION, "sample_id"], sort=True, dropna=False).indices
-        if not groups or max(len(ix) for ix in groups.values()) < 2:
-            continue
-        largest = max(len(ix) for ix in groups.values())
-        wanted = sorted(k for k in set(ks or DEFAULT_KS) | ({largest} if ks is None else set()) if k >= 1)
+    for m, wanted, questions in _questions_by_mode(answers, values, gold_cache, collection, ks):
         per_cell: dict[tuple[Any, ...], dict[int, tuple[list[float], list[float], list[int]]]] = {}
-        for gkey, ix in groups.items():
-            labels = sub.index[ix]
-            ordered = series.loc[labels].tolist()
-            correct = [bool(x) for x in sub.loc[labels, "correct"].tolist()]
-            t, gold = golds.get((gkey[0], gkey[1], gkey[-1]), (None, None))
+        for ckey, ordered, correct, t, gold in questions:
             n, c = len(ordered), sum(correct)
             rng = np.random.default_rng([seed, n, c, len(per_cell)])
-            cell = per_cell.setdefault(tuple(gkey[:-1]), {})
+            cell = per_cell.setdefault(ckey, {})
             for k in wanted:
                 if k > n:
                     continue
                 slot = cell.setdefault(k, ([], [], []))
                 slot[0].append(pass_at_k(n, c, k))
-                slot[1].append(majority_at_k(ordered, correct, k, t or "number", gold, resamples=resamples, rng=rng))
+                slot[1].append(majority_at_k(ordered, correct, k, t, gold, resamples=resamples, rng=rng))
                 slot[2].append(n)
         for ckey, by_k in per_cell.items():
             for k, (passes, majs, ns) in by_k.items():
