@@ -58,7 +58,7 @@ def test_run_flags_reach_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     cfg = seen[1][0]
     assert cfg.task_options == {"n_dev": 100, "prompts": "reference"} and cfg.train_with_fewshot is False
     # human tables (stdout): accuracy with its interval, the best iteration on dev
-    assert "20/100 = 20.0% [13.3, 28.9]" in r.stdout and "Best iteration per arm" in r.stdout
+    assert "20/100 = 0.200 [0.133, 0.289]" in r.stdout and "Best iteration per arm" in r.stdout
     assert "wrote" not in r.stdout and "wrote" in r.stderr
 
 
@@ -98,7 +98,7 @@ def test_run_seeds_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     # without --json: the seeds table on stdout
     r = runner.invoke(app, ["star", "run", "--out", str(out), "--seeds", "0-2", "--resume"])
     assert r.exit_code == 0, r.output
-    assert "Seeds" in r.stdout and "20.0, 21.0, 22.0" in r.stdout and "STaR training" not in r.stdout
+    assert "Seeds" in r.stdout and "0.200, 0.210, 0.220" in r.stdout and "STaR training" not in r.stdout
     # --resume takes the config of the first seed's run; command-line flags still win
     r = runner.invoke(app, ["star", "run", "--out", str(out), "--seeds", "0-2", "--resume", "--iterations", "5"])
     assert r.exit_code == 0, r.output

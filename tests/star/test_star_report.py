@@ -64,12 +64,12 @@ def test_markdown_tables(arms: dict[str, Path]) -> None:
     lines = md.splitlines()
     # STaR's best on dev (iteration 2) carries the star, its test-best iteration 3 does not
     row2 = next(line for line in lines if line.startswith("| 2 | 50/100"))
-    assert "50/100 = 50.0% [40.4, 59.6] ★" in row2
+    assert "50/100 = 0.500 [0.404, 0.596] ★" in row2
     assert "★" not in next(line for line in lines if line.startswith("| 3 | 55/100")).split("|")[2]
     star_final = next(line for line in lines if line.startswith("| STaR − norat | final"))
-    assert star_final.endswith("| yes |") and "+31.0 pt" in star_final
-    assert "| 3 | 35/50 = 70.0% [56.2, 80.9] | 20/50 = 40.0% [27.6, 53.8] |" in md
-    assert "| STaR | 1 | verified | 6 | 2/6 = 33.3% [9.7, 70.0] | 10 | 7/10 = 70.0% [39.7, 89.2] |" in md
+    assert star_final.endswith("| yes |") and "+0.310 [+0.176, +0.429]" in star_final
+    assert "| 3 | 35/50 = 0.700 [0.562, 0.809] | 20/50 = 0.400 [0.276, 0.538] |" in md
+    assert "| STaR | 1 | verified | 6 | 2/6 = 0.333 [0.097, 0.700] | 10 | 7/10 = 0.700 [0.397, 0.892] |" in md
     assert "`<scratch> </scratch> 1 2 \\| 3`" in md  # one line, pipes escaped for the table
 
 
@@ -81,8 +81,8 @@ def test_report_on_the_real_runs_in_docs() -> None:
     assert (final["a"]["correct"], final["b"]["correct"], final["a"]["n"]) == (5, 2, 24)
     assert final["p_value"] == pytest.approx(0.4158007587, rel=1e-5) and final["significant_at_0.05"] is False
     md = report.markdown(runs)
-    assert "| 0 | 3/24 = 12.5% [4.3, 31.0] ★ | 1/24 = 4.2% [0.7, 20.2] |" in md  # the docs' 4–31 % interval
-    assert "| 0 | 3/8 = 37.5% [13.7, 69.4] | 0/8 = 0.0% [0.0, 32.4] | 0/8 = 0.0% [0.0, 32.4] |" in md
+    assert "| 0 | 3/24 = 0.125 [0.043, 0.310] ★ | 1/24 = 0.042 [0.007, 0.202] |" in md  # the docs' 0.04–0.31 interval
+    assert "| 0 | 3/8 = 0.375 [0.137, 0.694] | 0/8 = 0.000 [0.000, 0.324] | 0/8 = 0.000 [0.000, 0.324] |" in md
     assert "no dev split" in md
 
 
@@ -92,7 +92,7 @@ def test_aggregate_folder_is_an_arm(arms: dict[str, Path], tmp_path: Path) -> No
     loaded = report.load_arms([f"seeds={tmp_path / 'seeds'}", f"star={arms['STaR']}"])
     assert loaded["seeds"]["seeds"] == [0, 1] and loaded["seeds"]["iterations"][1]["test_correct"] == 41
     md = report.markdown(loaded)
-    assert "### Seeds" in md and "| seeds | 1 | 20.0, 21.0 | 20.5 | 0.7 | 41/200 = 20.5% [15.5, 26.6] |" in md
+    assert "### Seeds" in md and "| seeds | 1 | 0.200, 0.210 | 0.205 | 0.007 | 41/200 = 0.205 [0.155, 0.266] |" in md
 
 
 def test_load_errors(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def test_wilson_interval_matches_newcombe_1998(k: int, n: int, lo: float, hi: fl
 
 
 def test_proportion_formats_counts_percent_and_interval() -> None:
-    assert Proportion(3, 24).fmt() == "3/24 = 12.5% [4.3, 31.0]"
+    assert Proportion(3, 24).fmt() == "3/24 = 0.125 [0.043, 0.310]"
     assert Proportion(0, 0).fmt() == "—" and Proportion(0, 0).accuracy is None
     assert Proportion(0, 0).to_dict() == {"correct": 0, "n": 0, "accuracy": None, "ci95": None}
 
@@ -81,7 +81,7 @@ def test_comparison_reports_difference_p_and_significance() -> None:
     c = Comparison(Proportion(20, 20), Proportion(5, 20))
     d = c.to_dict()
     assert d["difference"] == 0.75 and d["significant_at_0.05"] is True and d["p_value"] < 1e-5
-    assert c.fmt().startswith("+75.0 pt [")
+    assert c.fmt().startswith("+0.750 [")
     small = compare(Proportion(5, 24), Proportion(2, 24))
     assert small is not None and not small.significant() and small.p_value == pytest.approx(0.4158007587, rel=1e-8)
     assert compare(Proportion(1, 2), None) is None and compare(Proportion(0, 0), Proportion(1, 2)) is None

@@ -317,7 +317,7 @@ def base(
 
     table = report.Table(f"base model {out.name}: dev accuracy per digit count (k = {info['k']})", ["digits", "correct", "accuracy"], [])
     for group, (k, n) in info["dev_correct_by_group"].items():
-        table.rows.append([group, f"{k}/{n}", f"{k / n:.1%}" if n else "-"])
+        table.rows.append([group, f"{k}/{n}", f"{k / n:.3f}" if n else "-"])
     _print_tables([table])
 
 

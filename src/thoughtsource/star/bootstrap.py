@@ -208,7 +208,7 @@ def markdown(rep: dict[str, Any]) -> str:
                     continue
                 a, b = d["chosen"], d["iteration_0"]
                 mark = " ✓" if d["intervals_apart"] and d["digits"] > k else ""
-                cells.append(f"{_pct(b)} → **{_pct(a)}**{mark} (p {fmt_p(d['vs_iteration_0']['p_value'])})")
+                cells.append(f"{_cell_text(b)} → **{_cell_text(a)}**{mark} (p {fmt_p(d['vs_iteration_0']['p_value'])})")
             lines.append(f"| {arm} | {r['chosen_iteration']} | " + " | ".join(cells) + " |")
         lines += ["", "✓: Wilson 95 % intervals apart, digit count above k; p: exact McNemar against iteration 0 (paired).", ""]
         others = [a for a in arms if a != ref and "vs_" + ref in arms[a]]
@@ -217,7 +217,7 @@ def markdown(rep: dict[str, Any]) -> str:
                       "| arm | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
             for arm in others:
                 cmp = arms[arm]["vs_" + ref]
-                cells = [f"{100 * (cmp[g]['difference'] or 0):+.1f} pt (p {fmt_p(cmp[g]['p_value'])})" if g in cmp else "—" for g in groups]
+                cells = [f"{cmp[g]['difference'] or 0:+.3f} (p {fmt_p(cmp[g]['p_value'])})" if g in cmp else "—" for g in groups]
                 lines.append(f"| {arm} | " + " | ".join(cells) + " |")
             lines.append("")
         audit = [(arm, row) for arm, r in arms.items() for row in r["kept"]]
@@ -231,5 +231,5 @@ def markdown(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _pct(d: dict[str, Any]) -> str:
-    return f"{100 * d['accuracy']:.1f}% [{100 * d['ci95'][0]:.0f}, {100 * d['ci95'][1]:.0f}]" if d["n"] else "—"
+def _cell_text(d: dict[str, Any]) -> str:
+    return f"{d['accuracy']:.3f} [{d['ci95'][0]:.2f}, {d['ci95'][1]:.2f}]" if d["n"] else "—"

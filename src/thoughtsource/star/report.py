@@ -129,7 +129,7 @@ def _yes_no(c: dict[str, Any]) -> str:
 
 def _fmt_cmp(c: dict[str, Any]) -> list[str]:
     lo, hi = c["difference_ci95"]
-    return [f"{100 * c['difference']:+.1f} pt [{100 * lo:+.1f}, {100 * hi:+.1f}]", fmt_p(c["p_value"]), _yes_no(c)]
+    return [f"{c['difference']:+.3f} [{lo:+.3f}, {hi:+.3f}]", fmt_p(c["p_value"]), _yes_no(c)]
 
 
 def _fmt_prop(d: dict[str, Any] | None) -> str:
@@ -229,12 +229,12 @@ def seeds_table(runs: Runs) -> Table | None:
             per = m.get("test_accuracy_by_seed") or {}
             mean, sd = sp.get("mean"), sp.get("sd")
             pooled = proportion(m, "test")
-            rows.append([name, str(m["iteration"]), ", ".join(f"{100 * v:.1f}" for v in per.values()),
-                         "—" if mean is None else f"{100 * mean:.1f}", "—" if sd is None else f"{100 * sd:.1f}",
+            rows.append([name, str(m["iteration"]), ", ".join(f"{v:.3f}" for v in per.values()),
+                         "—" if mean is None else f"{mean:.3f}", "—" if sd is None else f"{sd:.3f}",
                          _fmt_prop(pooled.to_dict() if pooled else None)])
     if not rows:
         return None
-    return Table("Seeds", ["arm", "iteration", "test accuracy per seed (%)", "mean (%)", "sd (pt)", "pooled"], rows,
+    return Table("Seeds", ["arm", "iteration", "test accuracy per seed", "mean", "sd", "pooled"], rows,
                  ["Pooled: sums over seeds with a Wilson interval that assumes independent problems — too narrow when "
                   "seeds share the test set; the sd across seeds is the run-to-run variation."])
 

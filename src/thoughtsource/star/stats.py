@@ -49,12 +49,12 @@ class Proportion:
                 "ci95": None if acc is None else [round(lo, 4), round(hi, 4)]}
 
     def fmt(self, *, counts: bool = True) -> str:
-        """``3/24 = 12.5% [4.3, 31.0]`` (percent, Wilson 95 % interval)."""
+        """``3/24 = 0.125 [0.043, 0.310]`` (a proportion, as every table of the toolkit shows accuracy; Wilson 95 %)."""
         if not self.n:
             return "—"
         lo, hi = self.interval
         head = f"{self.correct}/{self.n} = " if counts else ""
-        return f"{head}{100 * self.correct / self.n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+        return f"{head}{self.correct / self.n:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 # --------------------------------------------------------------------------- two proportions
@@ -119,9 +119,9 @@ class Comparison:
                 "test": TEST_NAME, "significant_at_0.05": self.significant()}
 
     def fmt(self) -> str:
-        """``+8.3 pt [-5.1, 21.0], p = 0.42``."""
+        """``+0.083 [-0.051, +0.210], p = 0.42`` (a difference of proportions)."""
         lo, hi = self.interval
-        return f"{100 * self.difference:+.1f} pt [{100 * lo:+.1f}, {100 * hi:+.1f}], p = {fmt_p(self.p_value)}"
+        return f"{self.difference:+.3f} [{lo:+.3f}, {hi:+.3f}], p = {fmt_p(self.p_value)}"
 
 
 def compare(a: Proportion | None, b: Proportion | None) -> Comparison | None:
