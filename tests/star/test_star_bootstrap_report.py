@@ -30,3 +30,13 @@ def test_chosen_iteration_is_the_best_dev_accuracy_above_k_earliest_on_ties() ->
     assert chosen_iteration(summary, 4) == 2
     assert chosen_iteration({"iterations": [it(0, 10, 0), it(1, 20, 0), it(2, 20, 0)]}, 4) == 1  # tie: the earliest
     assert chosen_iteration({"iterations": [it(0, 10, 0), it(1, 20, 0)]}, 6) == 0  # nothing above k: iteration 0
+
+
+def test_a_base_has_learnt_its_range_only_if_every_digit_count_up_to_k_is_right_on_dev() -> None:
+    from thoughtsource.star.base import learnt_range
+
+    seed_0 = {"1-digit": [8, 8], "2-digit": [50, 50], "3-digit": [50, 50], "4-digit": [50, 50], "5-digit": [49, 50], "6-digit": [1, 50]}
+    seed_2 = {"1-digit": [8, 8], "2-digit": [21, 50], "3-digit": [3, 50], "4-digit": [0, 50], "5-digit": [0, 50]}  # the real seed 2
+    assert learnt_range(seed_0, 4) and not learnt_range(seed_2, 4)
+    assert learnt_range({"1-digit": [6, 8], "2-digit": [50, 50]}, 2)  # too few one-digit problems to tell
+    assert not learnt_range({"1-digit": [6, 8]}, 1)  # nothing to tell from: not learnt

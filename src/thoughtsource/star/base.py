@@ -244,6 +244,17 @@ def accuracy_by_digits(model: Any, tokenizer: Any, task: ArithmeticTask, problem
 
 
 # --------------------------------------------------------------------------- the command
+#: a base has learnt its range when it gets at least this share of dev problems right at every digit count <= k
+LEARNT_SHARE = 0.9
+
+
+def learnt_range(dev_correct_by_group: dict[str, list[int] | tuple[int, int]], k: int) -> bool:
+    """Whether the base learnt what it was taught: dev accuracy >= ``LEARNT_SHARE`` at every digit count <= k
+    with enough problems to tell (n >= 10; the one-digit dev set can be smaller)."""
+    cells = [(c, n) for g, (c, n) in dev_correct_by_group.items() if int(g.split("-")[0]) <= k and n >= 10]
+    return bool(cells) and all(c >= LEARNT_SHARE * n for c, n in cells)
+
+
 def is_complete(folder: Path) -> bool:
     return (folder / "config.json").is_file() and (folder / INFO_FILE).is_file()
 
@@ -322,6 +333,11 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
         "dev_accuracy_by_group": {g: round(c / n, 4) if n else None for g, (c, n) in by_digits.items()},
         "eval_wall_s": round(time.perf_counter() - t1, 1),
     }
+    info["learnt_range"] = learnt_range(by_digits, info["k"])
+    if not info["learnt_range"]:
+        log.warning("the base did not learn its own range (digits <= k = %d; dev: %s): STaR needs a base that does; "
+                    "train longer (training.steps) or build another seed", info["k"],
+                    ", ".join(f"{g} {c}/{n}" for g, (c, n) in by_digits.items() if int(g.split("-")[0]) <= info["k"]))
     model.config.architectures = [type(model).__name__]
     staged = work / "model"
     save_checkpoint(model, tok, staged)

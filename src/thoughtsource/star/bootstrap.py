@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import read_json
+from .base import learnt_range
 from .stats import Proportion, fmt_p, group_key
 
 MIN_N = 200
@@ -179,18 +180,41 @@ def report(root: str | Path, *, reference: str = "star", min_n: int = MIN_N, nee
             ref["acceptance"] = {"digit_counts_above_k_won": wins, "needed": need, "min_n": min_n, "holds": len(wins) >= need}
             verdicts.append(len(wins) >= need)
         seeds[str(seed)] = out
-    return {"root": str(root), "reference": reference, "seeds": seeds,
+    bases = {}
+    for seed in runs:
+        info = root / f"base_{seed}" / "thoughtsource_base.json"
+        if info.is_file():
+            b = read_json(info)
+            bases[str(seed)] = {"k": b["k"], "dev_correct_by_group": b["dev_correct_by_group"],
+                                "learnt_range": learnt_range(b["dev_correct_by_group"], int(b["k"]))}
+    learnt = [ok for seed, ok in zip(runs, verdicts_by_seed(seeds, reference, verdicts), strict=True)
+              if ok is not None and bases.get(str(seed), {}).get("learnt_range", True)]
+    return {"root": str(root), "reference": reference, "seeds": seeds, "bases": bases,
             "acceptance": {"rule": f"in every seed, {reference} at its dev-chosen iteration beats iteration 0 on >= {need} digit "
                                    f"counts > k with non-overlapping Wilson 95% intervals and n >= {min_n}",
                            "seeds_holding": sum(verdicts), "seeds": len(verdicts),
-                           "holds": bool(verdicts) and all(verdicts)}}
+                           "holds": bool(verdicts) and all(verdicts),
+                           "seeds_whose_base_learnt_its_range": len(learnt),
+                           "holds_where_the_base_learnt_its_range": bool(learnt) and all(learnt)}}
+
+
+def verdicts_by_seed(seeds: dict[str, Any], reference: str, verdicts: list[bool]) -> list[bool | None]:
+    """Each seed's verdict in seed order (None: the seed has no ``reference`` arm)."""
+    it = iter(verdicts)
+    return [next(it) if reference in arms else None for arms in seeds.values()]
 
 
 # --------------------------------------------------------------------------- tables
 def markdown(rep: dict[str, Any]) -> str:
     """The report as Markdown tables: per seed, per arm, accuracy per digit count at iteration 0 and at the chosen one."""
-    lines = [f"Acceptance: {rep['acceptance']['rule']}: **{'holds' if rep['acceptance']['holds'] else 'does not hold'}** "
-             f"({rep['acceptance']['seeds_holding']} of {rep['acceptance']['seeds']} seeds).", ""]
+    acc = rep["acceptance"]
+    lines = [f"Acceptance: {acc['rule']}: **{'holds' if acc['holds'] else 'does not hold'}** "
+             f"({acc['seeds_holding']} of {acc['seeds']} seeds).", ""]
+    failed = [seed for seed, b in rep.get("bases", {}).items() if not b["learnt_range"]]
+    if failed:
+        lines += [f"Bases that did not learn their own range (dev accuracy < 0.9 at some digit count <= k): seed "
+                  f"{', '.join(failed)}. Over the {acc['seeds_whose_base_learnt_its_range']} seeds whose base did, the rule "
+                  f"**{'holds' if acc['holds_where_the_base_learnt_its_range'] else 'does not hold'}**.", ""]
     ref = rep["reference"]
     for seed, arms in rep["seeds"].items():
         if not arms:
