@@ -172,6 +172,8 @@ def test_merge_leaves_the_garbage_collector_as_it_found_it() -> None:
     try:
         frozen = gc.get_freeze_count()
         a.merge(b)
-        assert gc.isenabled() and gc.get_freeze_count() == frozen
+        # not unfrozen (0) and none of the merge's new objects frozen (more); frozen objects the merge released
+        # (e.g. CoTs it replaced) leave the count, so it may shrink: it did by 11 in the full suite
+        assert gc.isenabled() and 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
