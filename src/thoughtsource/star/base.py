@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..errors import ConfigError
 from ..io import write_json
+from .stats import digits_of, group_key
 from .tasks.arithmetic import ArithmeticTask
 from .tasks.base import Problem, TrainingRecord
 
@@ -240,7 +241,7 @@ def accuracy_by_digits(model: Any, tokenizer: Any, task: ArithmeticTask, problem
         cell = out.setdefault(task.groups(p) or "all", [0, 0])
         cell[0] += bool(task.is_correct(p, task.trim(c.text)))
         cell[1] += 1
-    return dict(sorted(out.items(), key=lambda kv: int(kv[0].split("-")[0]) if kv[0][0].isdigit() else 0))
+    return dict(sorted(out.items(), key=lambda kv: group_key(kv[0])))
 
 
 # --------------------------------------------------------------------------- the command
@@ -251,7 +252,7 @@ LEARNT_SHARE = 0.9
 def learnt_range(dev_correct_by_group: dict[str, list[int] | tuple[int, int]], k: int) -> bool:
     """Whether the base learnt what it was taught: dev accuracy >= ``LEARNT_SHARE`` at every digit count <= k
     with enough problems to tell (n >= 10; the one-digit dev set can be smaller)."""
-    cells = [(c, n) for g, (c, n) in dev_correct_by_group.items() if int(g.split("-")[0]) <= k and n >= 10]
+    cells = [(c, n) for g, (c, n) in dev_correct_by_group.items() if digits_of(g) <= k and n >= 10]
     return bool(cells) and all(c >= LEARNT_SHARE * n for c, n in cells)
 
 
@@ -337,7 +338,7 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     if not info["learnt_range"]:
         log.warning("the base did not learn its own range (digits <= k = %d; dev: %s): STaR needs a base that does; "
                     "train longer (training.steps) or build another seed", info["k"],
-                    ", ".join(f"{g} {c}/{n}" for g, (c, n) in by_digits.items() if int(g.split("-")[0]) <= info["k"]))
+                    ", ".join(f"{g} {c}/{n}" for g, (c, n) in by_digits.items() if digits_of(g) <= info["k"]))
     model.config.architectures = [type(model).__name__]
     staged = work / "model"
     save_checkpoint(model, tok, staged)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..io import read_json
 from .base import learnt_range
-from .stats import Proportion, fmt_p, group_key
+from .stats import Proportion, digits_of, fmt_p, group_key
 
 MIN_N = 200
 ARM_ORDER = ("star", "verified", "norat", "direct")
@@ -54,10 +54,6 @@ def paired(a: dict[str, bool], b: dict[str, bool]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- loading
-def digits_of(group: str) -> int:
-    return int(group.split("-")[0])
-
-
 def test_rows(run: Path, iteration: int) -> dict[str, dict[str, bool]]:
     """``{group: {problem id: correct}}`` of one iteration's test set."""
     out: dict[str, dict[str, bool]] = {}
@@ -156,7 +152,7 @@ def report(root: str | Path, *, reference: str = "star", min_n: int = MIN_N, nee
     root = Path(root)
     runs = find_runs(root)
     seeds: dict[str, Any] = {}
-    verdicts = []
+    verdicts: dict[int, bool] = {}  # seed -> the rule holds (seeds with a reference arm)
     for seed, arms in runs.items():
         out: dict[str, Any] = {}
         for arm, run in arms.items():
@@ -178,7 +174,7 @@ def report(root: str | Path, *, reference: str = "star", min_n: int = MIN_N, nee
             wins = [g for g in above if ref["per_digit"][g]["intervals_apart"]
                     and min(ref["per_digit"][g]["chosen"]["n"], ref["per_digit"][g]["iteration_0"]["n"]) >= min_n]
             ref["acceptance"] = {"digit_counts_above_k_won": wins, "needed": need, "min_n": min_n, "holds": len(wins) >= need}
-            verdicts.append(len(wins) >= need)
+            verdicts[seed] = len(wins) >= need
         seeds[str(seed)] = out
     bases = {}
     for seed in runs:
@@ -187,21 +183,15 @@ def report(root: str | Path, *, reference: str = "star", min_n: int = MIN_N, nee
             b = read_json(info)
             bases[str(seed)] = {"k": b["k"], "dev_correct_by_group": b["dev_correct_by_group"],
                                 "learnt_range": learnt_range(b["dev_correct_by_group"], int(b["k"]))}
-    learnt = [ok for seed, ok in zip(runs, verdicts_by_seed(seeds, reference, verdicts), strict=True)
-              if ok is not None and bases.get(str(seed), {}).get("learnt_range", True)]
+    learnt = [ok for seed, ok in verdicts.items() if bases.get(str(seed), {}).get("learnt_range", True)]
     return {"root": str(root), "reference": reference, "seeds": seeds, "bases": bases,
             "acceptance": {"rule": f"in every seed, {reference} at its dev-chosen iteration beats iteration 0 on >= {need} digit "
                                    f"counts > k with non-overlapping Wilson 95% intervals and n >= {min_n}",
-                           "seeds_holding": sum(verdicts), "seeds": len(verdicts),
-                           "holds": bool(verdicts) and all(verdicts),
+                           "seeds_holding": sum(verdicts.values()), "seeds": len(verdicts),
+                           "holds": bool(verdicts) and all(verdicts.values()),
                            "seeds_whose_base_learnt_its_range": len(learnt),
                            "holds_where_the_base_learnt_its_range": bool(learnt) and all(learnt)}}
 
-
-def verdicts_by_seed(seeds: dict[str, Any], reference: str, verdicts: list[bool]) -> list[bool | None]:
-    """Each seed's verdict in seed order (None: the seed has no ``reference`` arm)."""
-    it = iter(verdicts)
-    return [next(it) if reference in arms else None for arms in seeds.values()]
 
 
 # --------------------------------------------------------------------------- tables

@@ -174,6 +174,11 @@ def groups(summary: dict[str, Any], split: Split = "test") -> list[str]:
     return sorted(seen, key=group_key)
 
 
+def digits_of(group: str) -> int:
+    """The digit count of an arithmetic group name (``"7-digit"`` -> 7)."""
+    return int(group.split("-", 1)[0])
+
+
 def group_key(g: str) -> tuple[int, str]:
     head = g.split("-", 1)[0]
     return (int(head), g) if head.isdigit() else (10**9, g)
