@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -76,11 +77,10 @@ def test_adjudicate_with_an_empty_value_clears_the_final_label(annotator_server,
 
 
 # --------------------------------------------------------------------------- 2. the client address cannot be spoofed
-@pytest.fixture
-def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The user names that reached the password check (auth.authenticate), in order."""
-    import threading
-
+def _checked_names(monkeypatch: pytest.MonkeyPatch, hold_attackers_until: threading.Event | None = None) -> list[str]:
+    """Wrap ``auth.authenticate``: the user names that reached the password check, in order.  With
+    ``hold_attackers_until``, the attacker's checks (names ``user...``) wait for that event, so that they occupy
+    the password pool while other log-ins queue."""
     from thoughtsource.web import auth
 
     seen: list[str] = []
@@ -90,10 +90,18 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def counting(db, name, password):
         with lock:
             seen.append(name)
+        if hold_attackers_until is not None and name.startswith("user"):
+            hold_attackers_until.wait(120)
         return real(db, name, password)
 
     monkeypatch.setattr(auth, "authenticate", counting)
     return seen
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The user names that reached the password check (auth.authenticate), in order."""
+    return _checked_names(monkeypatch)
 
 
 def _guess(base: str, name: str, password: str, headers: dict[str, str] | None = None,
@@ -168,22 +176,11 @@ def test_wrong_tries_from_ten_addresses_do_not_lock_the_real_user_out(make_app, 
 def test_a_client_past_its_password_queue_bound_gets_503_and_another_still_logs_in(make_app, monkeypatch) -> None:
     """Queued checks are bounded per client address: past the bound that address gets 503 at once (nothing queued),
     while a log-in from another address is still queued and succeeds.  (Bound 3 here; serve's is 64.)"""
-    import threading
-
     from thoughtsource.web import auth
     from thoughtsource.web.auth import LoginThrottle, PasswordQueue
 
     gate = threading.Event()
-    started: list[str] = []
-    real = auth.authenticate
-
-    def gated(db, name, password):
-        started.append(name)
-        if name.startswith("user"):
-            gate.wait(120)
-        return real(db, name, password)
-
-    monkeypatch.setattr(auth, "authenticate", gated)
+    started = _checked_names(monkeypatch, hold_attackers_until=gate)
     queue = PasswordQueue(workers=1, per_client=3, total=50)
     monkeypatch.setattr(auth, "password_queue", queue)
     app = make_app()
@@ -298,7 +295,6 @@ def test_uploads_are_validated_and_merged_before_anything_is_stored(small_server
 def test_a_second_upload_during_a_long_merge_is_refused_and_the_server_keeps_serving(small_server, monkeypatch) -> None:
     """A long merge held the upload lock: other uploads queued behind it.  Now a second upload is refused with a
     message at once, and pages are served meanwhile (the merge runs off the event loop)."""
-    import threading
 
     from thoughtsource.web.data import ServedData
 
@@ -373,7 +369,6 @@ def test_sigterm_stops_the_server_during_an_upload_merge_and_nothing_is_stored(t
     import signal
     import subprocess
     import sys
-    import threading
 
     base_file = tmp_path / "base.json"
     base_file.write_text(json.dumps({"d": {"test": [_sample("s1")]}}))
@@ -484,22 +479,11 @@ def test_bodies_are_capped_per_route_declared_or_streamed(annotator_server) -> N
 def test_a_client_queueing_password_checks_does_not_stall_another_clients_login(make_app, monkeypatch) -> None:
     """40 queued checks of one client delayed another user's right password by 11.6 s (one FIFO, one thread).  Now the
     queues are per client and taken in turn: counted, alice's check runs right after the one in progress."""
-    import threading
-
     from thoughtsource.web import auth
     from thoughtsource.web.auth import LoginThrottle
 
     gate = threading.Event()
-    order: list[str] = []
-    real = auth.authenticate
-
-    def gated(db, name, password):
-        order.append(name)
-        if name.startswith("user"):
-            gate.wait(120)  # the attacker's checks hold the pool until every login is queued
-        return real(db, name, password)
-
-    monkeypatch.setattr(auth, "authenticate", gated)
+    order = _checked_names(monkeypatch, hold_attackers_until=gate)  # the attacker's checks hold the pool
     app = make_app()
     add_user(app, "alice")
     app.state.throttle = LoginThrottle(limit=10, client_limit=100, name_limit=100)
@@ -532,7 +516,6 @@ def test_a_client_queueing_password_checks_does_not_stall_another_clients_login(
 
 
 def test_the_password_queue_bounds_each_client() -> None:
-    import threading
 
     from thoughtsource.web.auth import PasswordQueue, ServerBusy
 
