@@ -142,14 +142,16 @@ def test_a_sharded_model_is_gathered_through_save_model_and_loaded_whole(tmp_pat
     import torch
 
     from thoughtsource.embedded import load_model
-    from thoughtsource.star.train import gather_full_model
+    from thoughtsource.star.train import save_gathered
 
     model, tok = load_model("embedded")
     with torch.no_grad():
         model.model.norm.weight.add_(1.0)  # "trained": differs from the base model
     trainer = _ShardedTrainer(model, fsdp=True)
-    full = gather_full_model(trainer, tok, StarConfig(), "embedded", tmp_path / "full", torch.float32)
-    assert trainer.saved_to == [str(tmp_path / "full")]  # every rank calls save_model: it is a collective
-    assert (tmp_path / "full" / "tokenizer.json").is_file()  # rank 0 adds the tokenizer: the folder loads alone
+    target = save_gathered(trainer, tok, StarConfig(), "embedded", tmp_path / "checkpoint")
+    assert trainer.saved_to == [str(tmp_path / ".checkpoint.gathered")]  # every rank calls save_model: a collective
+    assert (target / "tokenizer.json").is_file()  # rank 0 adds the tokenizer: the folder loads alone
+    assert not (tmp_path / ".checkpoint.gathered").exists()  # the staging folder became the checkpoint
+    full, _ = load_model(str(target), dtype=torch.float32)
     a, b = model.state_dict(), full.state_dict()
     assert full is not model and all(torch.equal(a[k], b[k]) for k in a)

@@ -521,7 +521,7 @@ class TransformersBackend:
 
         path = Path(resolve_model(self.options.model))
         if path.is_dir():
-            return _folder_fingerprint(path)
+            return folder_fingerprint(path)
         return _parameter_fingerprint(self.load()[0])
 
 
@@ -548,7 +548,7 @@ def _stop_index(text: str, stops: tuple[str, ...]) -> int | None:
     return min(hits) if hits else None
 
 
-def _folder_fingerprint(path: Path) -> str:
+def folder_fingerprint(path: Path) -> str:
     """sha256 over config.json and every safetensors file (size + content), memoised on disk by mtime."""
     files = sorted([path / "config.json", *path.glob("*.safetensors")])
     stamp = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists()]

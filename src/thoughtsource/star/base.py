@@ -317,7 +317,7 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     model, tok, stats = train(star_cfg, str(init), records, t.steps, work / "trainer", description="base: train",
                               show_progress=show_progress, metrics_path=work / "metrics.jsonl", metrics_extra={"base": True})
     stats["wall_s"] = round(time.perf_counter() - t0, 1)
-    from .generation import place_for_generation
+    from .loading import place_for_generation
 
     model = place_for_generation(model, "float32")
     dev = task.load("dev", cfg.seed)

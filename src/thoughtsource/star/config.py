@@ -70,6 +70,9 @@ class ServerEngine(_Strict):
     stop_grace_s: float = Field(30.0, ge=0, description="seconds between terminate and kill when stopping")
     server_kind: str = Field("vllm", description="part of the openai backend's identity (vllm, serve-model, ...)")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables for the server")
+    cuda_visible_devices: str | None = Field(
+        None, description="the server's CUDA_VISIBLE_DEVICES (e.g. '0,1'); None: the GPUs of the job (the launcher's "
+                          "CUDA_VISIBLE_DEVICES, else all). The launcher's rank variables are never passed on")
     concurrency: int = Field(64, ge=1, description="requests in flight to the server")
 
 
@@ -94,6 +97,9 @@ class GenerationOptions(_Strict):
     threads: int | None = Field(None, ge=1, description="torch CPU threads (None: leave torch's default); 1 when arms run side by side")
     store: bool = Field(True, description="keep every completion in OUT/completions.sqlite, so a resumed run asks only for missing ones")
     options: dict[str, Any] = Field(default_factory=dict, description="extra keyword options for the backend (vllm: for vllm.LLM)")
+    wait_timeout_s: float = Field(
+        3600.0, gt=0, description="a rank waiting for completions another rank makes (engine vllm/server: rank 0) gives up "
+                                  "after this many seconds without a new one")
 
     @model_validator(mode="after")
     def _engine(self) -> GenerationOptions:
@@ -153,7 +159,7 @@ class StarConfig(_Strict):
         "constant_with_warmup", description="after the warm-up: constant (the paper), or decaying to 0 at the last step")
     weight_decay: float = Field(0.0, ge=0)
     max_seq_len: int = Field(1024, ge=16)
-    bf16: bool = Field(False, description="bf16 training (GPU)")
+    bf16: bool = Field(False, description="bf16 mixed-precision training: fp32 master weights, bf16 autocast")
     lora: LoraOptions = Field(default_factory=LoraOptions)
     seed: int = 0
     generation: GenerationOptions = Field(default_factory=GenerationOptions)
@@ -197,14 +203,20 @@ class StarConfig(_Strict):
         return cls.from_dict(read_yaml_mapping(path, "a mapping of options"), path=str(path))
 
     def result_fields(self) -> dict[str, Any]:
-        """The fields that change results (everything but iterations/keep_checkpoints): compared on resume."""
+        """The fields that define the run, compared on resume: a change is refused.
+
+        How generation runs (batch size, threads, wait timeout) does not change results; where it runs (the
+        generation dtype, resolved per machine, and a server's command and environment) changes them but is no
+        reason to refuse a resume: those are part of every completion's store key and every step's record, so a
+        resume on another dtype or server regenerates what they produced (and what was built on it).
+        """
         d = self.model_dump(mode="json")
         for k in ("iterations", "keep_checkpoints", "checkpoint_every", "report_to"):
             d.pop(k)
-        for k in ("batch_size", "threads", "backend", "store"):
+        for k in ("batch_size", "threads", "backend", "store", "dtype", "wait_timeout_s"):
             d["generation"].pop(k)
         server = d["generation"].pop("server")
-        if self.generation.engine == "server":  # how the server is started does not change results; what it runs does
+        if self.generation.engine == "server":
             d["generation"]["server_kind"] = server["server_kind"]
         return d
 

@@ -32,7 +32,9 @@ from typing import Any
 
 from ..backends import Backend, Completion, Request, get_backend
 from ..errors import ConfigError, ThoughtSourceError
+from . import dist
 from .config import ServerEngine, StarConfig
+from .loading import load_for_generation, resolved_placement, weights_digest
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +50,9 @@ def model_fingerprint(path: str) -> str:
 
     resolved = Path(resolve_model(path))
     if resolved.is_dir():
-        from ..backends.transformers_local import _folder_fingerprint
+        from ..backends.transformers_local import folder_fingerprint
 
-        return _folder_fingerprint(resolved)
+        return folder_fingerprint(resolved)
     return f"name:{path}"
 
 
@@ -134,11 +136,7 @@ class VLLMBackend:
             with contextlib.suppress(Exception):
                 engine_core.shutdown()
         del llm
-        release_gpu_memory(destroy_distributed=_world_size() == 1)
-
-
-def _world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1"))
+        release_gpu_memory(destroy_distributed=dist.world_size() == 1)
 
 
 # --------------------------------------------------------------------------- server (a process per checkpoint)
@@ -164,6 +162,37 @@ def _die_with_parent() -> None:
 
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+#: what a launcher (torchrun, accelerate launch, SLURM) puts in each training process's environment: a server
+#: that inherits it believes it is a rank of the training job (vLLM then hangs waiting for the other "ranks")
+_LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+                  "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "CROSS_RANK", "CROSS_SIZE")
+_LAUNCHER_PREFIXES = ("TORCHELASTIC_", "TORCH_ELASTIC_", "ACCELERATE_", "FSDP_", "PMI_", "OMPI_COMM_WORLD_", "SLURM_PROCID",
+                      "SLURM_LOCALID")
+
+
+def visible_gpus() -> str:
+    """The GPUs this job may use, as ``CUDA_VISIBLE_DEVICES`` says them: the launcher's list, else every GPU."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        return given
+    try:
+        import torch
+
+        count = torch.cuda.device_count()
+    except ImportError:  # pragma: no cover - torch is in the models extra
+        count = 0
+    return ",".join(str(i) for i in range(count))
+
+
+def server_env(opts: ServerEngine, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: the launching process's without the launcher's rank variables, with an explicit
+    ``CUDA_VISIBLE_DEVICES`` (``server.cuda_visible_devices``, else the job's GPUs), then ``server.env`` on top."""
+    base = dict(os.environ if environ is None else environ)
+    env = {k: v for k, v in base.items() if k not in _LAUNCHER_VARS and not k.startswith(_LAUNCHER_PREFIXES)}
+    env["CUDA_VISIBLE_DEVICES"] = opts.cuda_visible_devices if opts.cuda_visible_devices is not None else visible_gpus()
+    return {**env, **opts.env}
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -195,7 +224,7 @@ class ServerProcess:
         with self.log_path.open("ab") as fh:
             try:
                 self.proc = subprocess.Popen(self.argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                             env={**os.environ, **self.opts.env}, start_new_session=True,
+                                             env=server_env(self.opts), start_new_session=True,
                                              preexec_fn=_die_with_parent if sys.platform == "linux" else None)
             except OSError as e:
                 raise EngineError(f"cannot start the model server {shlex.join(self.argv)}: {e}") from None
@@ -277,6 +306,7 @@ class Session:
     fingerprint: str
     backend: Backend
     served: dict[str, Any] | None = None
+    weights: str | None = None  # digest of the weights in this process (in-process engines): the ranks compare theirs
     _closers: list[Any] = field(default_factory=list)
 
     def describe(self) -> dict[str, Any]:
@@ -292,13 +322,19 @@ class Session:
 
 
 def store_identity(cfg: StarConfig, fingerprint: str) -> dict[str, Any]:
-    """What keys a STaR completion besides the request: the engine, the weights, options that change outputs."""
+    """What keys a STaR completion besides the request: the engine, the weights, and everything else that changes
+    outputs, resolved: ``dtype: auto`` is bf16 on a GPU and fp32 on the CPU, so the device and dtype it resolves
+    to are keyed (a CPU resume of a GPU run regenerates); a server's command and environment are keyed (other
+    flags, other outputs)."""
     g = cfg.generation
-    ident: dict[str, Any] = {"star": 1, "engine": g.engine_name, "weights": fingerprint, "dtype": g.dtype, "options": g.options}
+    ident: dict[str, Any] = {"star": 2, "engine": g.engine_name, "weights": fingerprint, "options": g.options}
     if g.engine_name == "transformers":
+        ident.update(resolved_placement(g.dtype))
         ident["prefix_cache"] = g.prefix_cache
-    if g.engine_name == "server":
-        ident["server_kind"] = g.server.server_kind
+    elif g.engine_name == "vllm":
+        ident["dtype"] = g.dtype  # vLLM resolves "auto" from the checkpoint's config, which the fingerprint covers
+    else:
+        ident.update(server_kind=g.server.server_kind, command=g.server.command, env=g.server.env)
     return ident
 
 
@@ -307,7 +343,7 @@ def open_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, *, 
     """Start the configured engine on ``model_path`` (M_n); ``loaded``: (model, tokenizer) already in memory."""
     g = cfg.generation
     if g.engine_name == "vllm":
-        if _world_size() > 1:
+        if dist.world_size() > 1:
             raise ConfigError("engine vllm (in process) cannot run under a multi-process `accelerate launch`: vLLM sets up "
                               "its own torch.distributed; use engine: server (started by rank 0) instead")
         vb = VLLMBackend(model_path, fingerprint, seed=cfg.seed, dtype=g.dtype, options=g.options)
@@ -324,8 +360,6 @@ def open_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, *, 
 def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, loaded: tuple[Any, Any] | None) -> Session:
     g = cfg.generation
     if loaded is None:
-        from .generation import load_for_generation
-
         loaded = load_for_generation(model_path, g.dtype)
     model, tok = loaded
     options = dict(g.options)
@@ -334,5 +368,5 @@ def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint:
     if g.threads:
         options.setdefault("threads", g.threads)
     backend = get_backend("transformers", model=model, tokenizer=tok, batch_size=g.batch_size, fingerprint=fingerprint, **options)
-    return Session(n, "transformers", model_path, fingerprint, backend)
+    return Session(n, "transformers", model_path, fingerprint, backend, weights=weights_digest(model))
 

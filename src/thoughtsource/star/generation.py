@@ -20,14 +20,20 @@ from typing import Any
 
 from ..backends import Backend, Completion, Request
 from ..console import progress
+from ..errors import ThoughtSourceError
 from ..store import CompletionStore, completion_key
 from . import dist
 from .config import StarConfig
 from .engines import Session
+from .loading import WeightsError
 
 log = logging.getLogger(__name__)
 
 STORE_POLL_S = 2.0
+
+
+class RankWaitError(ThoughtSourceError):
+    """A rank gave up waiting for completions another rank makes (that rank failed, or went silent)."""
 
 
 @dataclass
@@ -38,7 +44,7 @@ class GenStats:
     wall_s: float = 0.0
     from_store: int = 0
     generated_tokens: int = 0  # completion tokens of the completions asked for now (not read from the store)
-    ranks: list[dict[str, int]] = field(default_factory=list)
+    ranks: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def tokens_per_s(self) -> float:
@@ -50,38 +56,13 @@ class GenStats:
                 "from_store": self.from_store, "requested": self.requests - self.from_store, "ranks": self.ranks}
 
 
-def generation_placement(dtype: str = "auto") -> tuple[str, Any]:
-    """(device, torch dtype) for generation: cuda when available, else cpu; ``auto`` = bf16 on a GPU that has it, fp32 on CPU."""
-    import torch
-
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if dtype == "auto":
-        bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
-        return device, torch.bfloat16 if bf16 else (torch.float16 if device == "cuda" else torch.float32)
-    return device, getattr(torch, dtype)
-
-
-def place_for_generation(model: Any, dtype: str = "auto") -> Any:
-    """Move a model (just loaded, or just trained) to the generation device and dtype, in eval mode."""
-    device, torch_dtype = generation_placement(dtype)
-    return model.to(device=device, dtype=torch_dtype).eval()
-
-
-def load_for_generation(path: str, dtype: str = "auto") -> tuple[Any, Any]:
-    """(model, tokenizer) from a folder, on the generation device and dtype (also after ``--resume``)."""
-    from ..embedded import load_model
-
-    _, torch_dtype = generation_placement(dtype)
-    model, tok = load_model(path, dtype=torch_dtype)
-    return place_for_generation(model, dtype), tok
-
-
 class Generator:
     """Completes prompts with one model (M_n): ``session()`` opens its engine only when something is missing."""
 
     def __init__(self, cfg: StarConfig, session: Callable[[], Session], identity: dict[str, Any], *,
                  store: CompletionStore | None, shard: bool = True, show_progress: bool = True,
-                 wrap: Callable[[Backend], Backend] | None = None) -> None:
+                 wrap: Callable[[Backend], Backend] | None = None,
+                 failed_elsewhere: Callable[[], str | None] = lambda: None) -> None:
         self.cfg = cfg
         self.session = session
         self.identity = identity
@@ -89,6 +70,7 @@ class Generator:
         self.shard = shard  # False: rank 0 completes everything, the other ranks read it from the store
         self.show_progress = show_progress
         self.wrap = wrap  # tests: a backend wrapper (counting, failing)
+        self.failed_elsewhere = failed_elsewhere  # what another rank failed with, else None
 
     def requests(self, prompts: Sequence[str], max_tokens: Sequence[int], *, stop: Sequence[str], temperature: float,
                  n: int, seed: int) -> list[Request]:
@@ -119,6 +101,7 @@ class Generator:
         else:
             done = local if rank == 0 else self._wait_in_store(reqs, keys)
             all_counts = [counts]
+        check_same_weights(all_counts)
         out = [done[i] for i in range(len(reqs))]
         if stats is not None:
             stats.requests += len(out)
@@ -131,18 +114,20 @@ class Generator:
         return [out[i * n:(i + 1) * n] for i in range(len(prompts))]
 
     def _complete_mine(self, reqs: list[Request], keys: list[str], mine: list[int],
-                       description: str) -> tuple[dict[int, Completion], dict[str, int]]:
+                       description: str) -> tuple[dict[int, Completion], dict[str, Any]]:
         """This rank's requests: those in the store are read, the rest go to the engine in batches, each committed."""
         hits = self.store.get_many(keys[i] for i in mine) if self.store is not None else {}
         done = {i: hits[keys[i]].to_completion() for i in mine if keys[i] in hits}
         missing = [i for i in mine if i not in done]
-        counts = {"prompts": len(mine), "from_store": len(done), "requested": len(missing), "generated_tokens": 0}
+        counts: dict[str, Any] = {"prompts": len(mine), "from_store": len(done), "requested": len(missing), "generated_tokens": 0}
         if not missing:
             return done, counts
         # longest prompts first, so each batch holds prompts of similar length; results go back in order
         missing.sort(key=lambda i: -len(reqs[i].prompt))
         chunk = max(1, self.cfg.generation.batch_size)
         session = self.session()
+        if session.weights is not None:
+            counts["weights"] = session.weights
         backend = self.wrap(session.backend) if self.wrap is not None else session.backend
         t0 = time.perf_counter()
 
@@ -168,23 +153,47 @@ class Generator:
         return done, counts
 
     def _wait_in_store(self, reqs: list[Request], keys: list[str]) -> dict[int, Completion]:
-        """Another rank completes these (an engine on rank 0 only): wait until the store holds them all."""
+        """Another rank completes these (an engine on rank 0 only): wait until the store holds them all.
+
+        Gives up (:class:`RankWaitError`) when a rank reports a failure, or when no new completion arrives for
+        ``generation.wait_timeout_s``: a rank 0 that died or hangs never leaves the others waiting for ever.
+        """
         if self.store is None:
             raise RuntimeError("ranks other than 0 read rank 0's completions from the store: generation.store must be on")
+        wanted = len(set(keys))
+        timeout = self.cfg.generation.wait_timeout_s
+        have, last_progress = -1, time.monotonic()
         while True:
             rows = self.store.get_many(keys)
-            if len(rows) == len(set(keys)):
+            if len(rows) == wanted:
                 return {i: rows[k].to_completion() for i, k in enumerate(keys)}
-            time.sleep(STORE_POLL_S)
+            if len(rows) > have:
+                have, last_progress = len(rows), time.monotonic()
+            if (why := self.failed_elsewhere()) is not None:
+                raise RankWaitError(f"rank {dist.rank()} stops waiting for completions: {why}")
+            if time.monotonic() - last_progress > timeout:
+                raise RankWaitError(f"rank {dist.rank()} waited {timeout:g} s (generation.wait_timeout_s) without a new "
+                                    f"completion in the store ({have} of {wanted}); is rank 0 alive?")
+            time.sleep(min(STORE_POLL_S, timeout / 4))
 
 
-def _merge_counts(before: list[dict[str, int]], new: list[dict[str, int]]) -> list[dict[str, int]]:
-    """Per-rank counts summed over the calls of one step."""
+def check_same_weights(counts: Sequence[dict[str, Any]]) -> None:
+    """Every rank that generated reports the digest of its weights: they must be one (same on every rank)."""
+    digests = {c["rank"]: c["weights"] for c in counts if c.get("weights")}
+    if len(set(digests.values())) > 1:
+        raise WeightsError(f"the ranks generate with different weights: {digests}; a model loaded inside a ZeRO-3/FSDP "
+                           "init, or a rank that loaded another checkpoint")
+
+
+def _merge_counts(before: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-rank counts summed over the calls of one step (the weights digest: the rank's latest)."""
     by_rank = {c["rank"]: dict(c) for c in before}
     for c in new:
         if c["rank"] in by_rank:
             for k in ("prompts", "from_store", "requested", "generated_tokens"):
                 by_rank[c["rank"]][k] += c[k]
+            if c.get("weights"):
+                by_rank[c["rank"]]["weights"] = c["weights"]
         else:
             by_rank[c["rank"]] = dict(c)
     return [by_rank[r] for r in sorted(by_rank)]

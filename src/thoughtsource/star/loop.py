@@ -53,6 +53,7 @@ from .tasks import Problem, Task, TrainingRecord, get_task
 log = logging.getLogger(__name__)
 
 AUTHOR = "star"
+_FAILED = "failed-rank"  # OUT/logs/failed-rank<R>.txt: rank R failed with this error
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -86,12 +87,16 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _is_main_process() -> bool:
-    return dist.is_main()
-
-
-def _barrier() -> None:
-    dist.barrier()
+#: what an artifact of an iteration is built on: when it is redone, these go first
+_AFTER_DATASET = ("filter.json", "rationales.json", "train.jsonl", "trainer", "train_stats.json", "checkpoint", "test.json",
+                  "dev.json", "metrics.json")
+_BUILT_ON: dict[str, tuple[str, ...]] = {
+    "pseudo_labels.json": ("generate.json", "rationalize.json", *_AFTER_DATASET),
+    "generate.json": ("rationalize.json", *_AFTER_DATASET),
+    "rationalize.json": _AFTER_DATASET,
+    "test.json": ("metrics.json",),
+    "dev.json": ("metrics.json",),
+}
 
 
 def _write(path: Path, data: Any) -> None:
@@ -124,7 +129,6 @@ class StarRun:
         if self.out.exists() and not self.out.is_dir():
             raise ConfigError(f"{self.out}: is a file; --out is the run's folder")
         self.task: Task = get_task(cfg.task, **cfg.task_options)
-        self._model: tuple[int, Any, Any] | None = None  # (iteration, model, tokenizer) held in memory
         self._base_path: str | None = None
         self.done_steps: list[tuple[int, str]] = []  # steps computed (not loaded) in this process
         self.redone_steps: list[tuple[int, str]] = []  # artifacts found but made by another model: computed again
@@ -170,10 +174,18 @@ class StarRun:
             self._fingerprints[path] = model_fingerprint(path)
         return self._fingerprints[path]
 
+    def _identity(self, n: int) -> dict[str, Any] | None:
+        """What produced (or would produce) M_n's completions: the store key's identity (weights, engine, resolved
+        device and dtype, a server's command and environment)."""
+        fp = self._fingerprint(n)
+        return None if fp is None else store_identity(self.cfg, fp)
+
     def _model_info(self, n: int) -> dict[str, Any]:
         if self._session is not None and self._session.n == n:
-            return self._session.describe()
-        return {"engine": self.cfg.generation.engine_name, "path": self._model_path(n), "fingerprint": self._fingerprint(n)}
+            info = self._session.describe()
+        else:
+            info = {"engine": self.cfg.generation.engine_name, "path": self._model_path(n), "fingerprint": self._fingerprint(n)}
+        return {**info, "identity": self._identity(n)}
 
     def _session_for(self, n: int) -> Session:
         """The engine on M_n: the open one if it holds M_n, else the open one is closed and M_n started."""
@@ -182,15 +194,9 @@ class StarRun:
         self._close_session()
         fp = self._fingerprint(n)
         assert fp is not None, f"M_{n} has no checkpoint"
-        loaded = None
-        if self.cfg.generation.engine_name == "transformers":
-            if self._model is None or self._model[0] != n:
-                from .generation import load_for_generation
-
-                model, tok = load_for_generation(self._model_path(n), self.cfg.generation.dtype)
-                self._model = (n, model, tok)
-            loaded = self._model[1:]
-        self._session = open_session(self.cfg, n, self._model_path(n), fp, log_dir=self.out / "logs", loaded=loaded)
+        # the transformers engine loads M_n in this process (whole, outside any ZeRO-3/FSDP init: .loading);
+        # vllm and server load it themselves, from the checkpoint
+        self._session = open_session(self.cfg, n, self._model_path(n), fp, log_dir=self.out / "logs")
         return self._session
 
     def _close_session(self) -> None:
@@ -212,20 +218,56 @@ class StarRun:
         assert fp is not None, f"M_{n} has no checkpoint"
         shard = self.cfg.generation.engine_name == "transformers"  # vllm and servers run on rank 0 only
         return Generator(self.cfg, lambda: self._session_for(n), store_identity(self.cfg, fp), store=self._store, shard=shard,
-                         show_progress=self.show_progress, wrap=self.wrap_backend)
+                         show_progress=self.show_progress, wrap=self.wrap_backend, failed_elsewhere=self._failed_elsewhere)
+
+    def _stale(self, data: dict[str, Any], n: int) -> str | None:
+        """Why a step's artifact was not produced by M_n as it is generated now (None: it was)."""
+        model = data.get("model") or {}
+        recorded, expected = model.get("fingerprint"), self._fingerprint(n)
+        if recorded is not None and expected is not None and recorded != expected:
+            return f"produced by {recorded}, not by M_{n} ({expected})"
+        identity, now = model.get("identity"), self._identity(n)
+        if identity is not None and now is not None and identity != now:
+            diffs = sorted(k for k in set(identity) | set(now) if identity.get(k) != now.get(k))
+            return f"generated with other {', '.join(diffs)} ({', '.join(f'{identity.get(k)!r} -> {now.get(k)!r}' for k in diffs)})"
+        return None
 
     def _load_step(self, path: Path, n: int) -> dict[str, Any] | None:
-        """A finished step's artifact, unless another model than M_n produced it (then None: the step is redone)."""
+        """A finished step's artifact, unless M_n as generated now did not produce it (then None: the step is redone,
+        and what this iteration built on it is deleted first, so a crash cannot leave it behind)."""
         if not path.exists():
             return None
         data = read_json(path)
-        recorded = (data.get("model") or {}).get("fingerprint")
-        expected = self._fingerprint(n)
-        if recorded is not None and expected is not None and recorded != expected:
-            log.warning("%s was produced by %s, not by M_%d (%s): redoing it", path, recorded, n, expected)
+        if (why := self._stale(data, n)) is not None:
+            log.warning("%s was %s: redoing it and what was built on it", path, why)
             self.redone_steps.append((n, path.stem))
+            self._invalidate_after(path)
             return None
         return data
+
+    def _invalidate_after(self, path: Path) -> None:
+        """Delete the artifacts of ``path``'s iteration that were built on it (rank 0; every rank waits)."""
+        downstream = _BUILT_ON.get(path.name, ())
+        dist.barrier()
+        if dist.is_main():
+            for name in downstream:
+                target = path.parent / name
+                if target.is_dir():
+                    shutil.rmtree(target, ignore_errors=True)
+                elif target.exists():
+                    target.unlink()
+                    log.info("deleted %s: it was built on %s", target, path.name)
+        dist.barrier()
+
+    def _iteration_current(self, n: int, d: Path) -> bool:
+        """Iteration n is finished and every generation step in it was made by the models as generated now."""
+        if not (d / "metrics.json").exists():
+            return False
+        for name, model_n in (("pseudo_labels.json", n - 1), ("generate.json", n - 1), ("rationalize.json", n - 1),
+                              ("test.json", n), ("dev.json", n)):
+            if (d / name).exists() and self._stale(read_json(d / name), model_n) is not None:
+                return False
+        return True
 
     def _filter_path(self, n: int) -> Path:
         return _iter_dir(self.out, n) / "filter.json"
@@ -270,7 +312,7 @@ class StarRun:
         """Appendix H: the majority answer of k sampled rationales replaces the gold answer."""
         path = d / "pseudo_labels.json"
         pl = self.cfg.pseudo_labels
-        if not path.exists():
+        if self._load_step(path, n - 1) is None:
             stats = GenStats()
             t0 = time.perf_counter()
             texts = self._complete(self._generator(n - 1), train, n - 1, hint=False, description=f"iter {n}: sample x{pl.k}",
@@ -283,7 +325,8 @@ class StarRun:
                 label = max(votes, key=lambda a: (votes[a], -preds.index(a))) if votes else None
                 rows.append({"id": p.id, "label": label, "votes": dict(votes), "gold": p.answer,
                              "label_correct": label is not None and self._same_answer(p, label)})
-            write_json(path, {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3)})
+            _write(path, {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3),
+                          "model": self._model_info(n - 1), "world_size": dist.world_size()})
             self._step_done(n, "pseudo_labels")
         rows = read_json(path)["rows"]
         labels = {r["id"]: r["label"] for r in rows}
@@ -410,25 +453,28 @@ class StarRun:
         t0 = time.perf_counter()
         if not records:
             log.warning("iteration %d: no correct rationales to train on; M_%d = the base model", n, n)
-            from ..embedded import load_model
+            if dist.is_main():  # one process reads and writes it; the others only wait
+                from ..embedded import load_model
+                from .loading import outside_sharded_init
 
-            model, tok = load_model(self.base_path)
+                with outside_sharded_init():
+                    model, tok = load_model(self.base_path)
+                save_checkpoint(model, tok, _checkpoint(self.out, n))
+                del model
+            dist.barrier()
             stats: dict[str, Any] = {"steps": 0, "examples": 0, "note": "no training data: the base model is kept"}
         else:
-            self._model = None  # free the generation model before training
-            model, tok, stats = train(self.cfg, self.base_path, records, steps, d / "trainer",
-                                      description=f"iter {n}: train", show_progress=self.show_progress,
-                                      metrics_path=self.out / "metrics.jsonl",
-                                      metrics_extra={"iteration": n}, run_name=f"{self.out.name}-iter{n}")
-        if _is_main_process():
-            save_checkpoint(model, tok, _checkpoint(self.out, n))
-        _barrier()  # under `accelerate launch` every rank waits for rank 0's checkpoint
-        shutil.rmtree(d / "trainer", ignore_errors=True)
+            # the checkpoint is written whole (gathered under ZeRO-3/FSDP) by rank 0; no process keeps the trained
+            # model: generation loads the checkpoint where it runs (every rank for transformers, none for a server)
+            _, _, stats = train(self.cfg, self.base_path, records, steps, d / "trainer", checkpoint=_checkpoint(self.out, n),
+                                description=f"iter {n}: train", show_progress=self.show_progress,
+                                metrics_path=self.out / "metrics.jsonl",
+                                metrics_extra={"iteration": n}, run_name=f"{self.out.name}-iter{n}")
+        _free_memory()  # the trainer's memory goes back before an engine starts
+        if dist.is_main():
+            shutil.rmtree(d / "trainer", ignore_errors=True)
         stats["wall_s"] = round(time.perf_counter() - t0, 3)
         _write(path, stats)
-        from .generation import place_for_generation
-
-        self._model = (n, place_for_generation(model, self.cfg.generation.dtype), tok)
         if not self.cfg.keep_checkpoints and n > 1:
             shutil.rmtree(_checkpoint(self.out, n - 1), ignore_errors=True)
         self._step_done(n, "train")
@@ -514,10 +560,16 @@ class StarRun:
     # ------------------------------------------------------------------ the loop
     def run(self) -> dict[str, Any]:
         dist.init()
-        self._prepare_out()
-        self._open_store()
+        if dist.is_main():
+            for old in self.out.glob(f"logs/{_FAILED}*"):  # left by an earlier attempt; the ranks meet after this
+                old.unlink()
         try:
+            self._prepare_out()
+            self._open_store()
             return self._run()
+        except BaseException as e:
+            self._report_failure(e)
+            raise
         finally:
             self._close_session()
             if self._store is not None:
@@ -535,7 +587,7 @@ class StarRun:
         all_metrics: list[dict[str, Any]] = []
 
         d0 = _iter_dir(self.out, 0)
-        if not (d0 / "metrics.json").exists():
+        if not self._iteration_current(0, d0):
             dev0 = self._evaluate(0, d0, dev, "dev") if dev else None
             m0 = self._metrics(0, [], None, None, None, None, self._evaluate(0, d0, test), dev0)
             _write(d0 / "metrics.json", m0)
@@ -546,7 +598,7 @@ class StarRun:
         n_iter = 0 if cfg.baseline == "fewshot" else cfg.iterations
         for n in range(1, n_iter + 1):
             d = _iter_dir(self.out, n)
-            if (d / "metrics.json").exists():
+            if self._iteration_current(n, d):
                 all_metrics.append(read_json(d / "metrics.json"))
                 continue
             d.mkdir(parents=True, exist_ok=True)
@@ -564,9 +616,6 @@ class StarRun:
             self._close_session()  # an engine's GPU memory goes back before training
             train_stats = self._train(n, d, records)
             self._fingerprints.pop(self._model_path(n), None)  # M_n's files are new
-            if cfg.generation.engine_name != "transformers":
-                self._model = None  # the trained weights are served from the checkpoint, not from this process
-                _free_memory()
             test_res = self._evaluate(n, d, test)
             dev_res = self._evaluate(n, d, dev, "dev") if dev else None
             m = self._metrics(n, train, gen, rat, records, train_stats, test_res, dev_res)
@@ -579,6 +628,24 @@ class StarRun:
             self._write_summary(all_metrics)
         summary = self._write_summary(all_metrics)
         return summary
+
+    def _report_failure(self, e: BaseException) -> None:
+        """Tell the other ranks: a rank waiting for this one's completions stops at once (:meth:`_failed_elsewhere`)."""
+        try:
+            marker = self.out / "logs" / f"{_FAILED}{dist.rank()}.txt"
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_write(marker) as fh:
+                fh.write(f"rank {dist.rank()} failed: {type(e).__name__}: {e}"[:2000])
+        except OSError as err:  # reporting never hides the failure itself
+            log.warning("could not record the failure for the other ranks: %s", err)
+
+    def _failed_elsewhere(self) -> str | None:
+        """What another rank of this run failed with, if one did."""
+        mine = f"{_FAILED}{dist.rank()}.txt"
+        for marker in sorted(self.out.glob(f"logs/{_FAILED}*.txt")):
+            if marker.name != mine:
+                return marker.read_text(encoding="utf-8", errors="replace")
+        return None
 
     def _write_summary(self, all_metrics: list[dict[str, Any]]) -> dict[str, Any]:
         summary = {"config": self.cfg.model_dump(mode="json"), "iterations": all_metrics}

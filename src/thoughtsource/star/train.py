@@ -6,6 +6,8 @@
   then a constant learning rate (the paper's set-up);
 * no dropped examples: the last partial batch is kept (``dataloader_drop_last=False``);
 * optional PEFT LoRA, merged into the weights before the checkpoint is written;
+* fp32 master weights always; ``bf16: true`` is mixed precision (bf16 autocast, fp32 updates), never a bf16
+  model updated in place (AdamW steps of lr 1e-5 vanish below bf16's resolution: most weights never move);
 * runs under ``accelerate launch`` (multi-GPU, DeepSpeed ZeRO-3, FSDP: ``configs/accelerate/``),
   because it is transformers' Trainer;
 * resumable inside a step: the trainer state (weights, optimizer, scheduler, RNG, data position) is saved
@@ -31,6 +33,7 @@ from typing import Any
 from .config import StarConfig
 from .dist import barrier as dist_barrier
 from .dist import is_main as dist_is_main
+from .dist import world_size as dist_world_size
 from .tasks.base import TrainingRecord
 
 log = logging.getLogger(__name__)
@@ -182,13 +185,16 @@ def train(
     metrics_extra: dict[str, Any] | None = None,
     run_name: str | None = None,
     callbacks: Sequence[Any] = (),
-) -> tuple[Any, Any, dict[str, Any]]:
+    checkpoint: str | Path | None = None,
+) -> tuple[Any | None, Any, dict[str, Any]]:
     """Fine-tune a fresh copy of ``base_model`` for ``steps`` optimizer steps; returns (model, tokenizer, stats).
 
     ``output_dir`` is the work folder: trainer checkpoints go there every ``cfg.checkpoint_every`` steps, and a
-    call that finds one of the same inputs there resumes from it.  The model is NOT saved here;
-    :func:`save_checkpoint` writes it atomically.  ``metrics_path``: the JSON-lines log of every logged step, each
-    line with ``metrics_extra``; ``run_name``: the trackers' name of this training.
+    call that finds one of the same inputs there resumes from it.  ``checkpoint``: where the trained model is
+    written (atomically, whole: gathered from every rank under ZeRO-3/FSDP, LoRA merged; see :func:`save_trained`).
+    ``model`` is the trained model of this process (fp32 master weights, LoRA merged), or None under ZeRO-3/FSDP,
+    where no process holds it whole.  ``metrics_path``: the JSON-lines log of every logged step, each line with
+    ``metrics_extra``; ``run_name``: the trackers' name of this training.
     """
     import torch
     from transformers import Trainer, TrainingArguments
@@ -199,22 +205,7 @@ def train(
         raise ValueError("no training records")
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    dtype = torch.bfloat16 if cfg.bf16 else torch.float32
-    model, tok = load_model(base_model, dtype=dtype)
-    if cfg.lora.enabled:
-        from peft import LoraConfig, get_peft_model
-
-        model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", r=cfg.lora.r, lora_alpha=cfg.lora.alpha,
-                                                 lora_dropout=cfg.lora.dropout, target_modules=cfg.lora.target_modules))
-    data = [tokenize_record(r, tok, cfg.max_seq_len) for r in records]
-    n_completion_tokens = sum(sum(1 for x in d["labels"] if x != IGNORE_INDEX) for d in data)
     workdir = Path(output_dir)
-    fingerprint = training_fingerprint(cfg, base_model, records, steps)
-    resume_from = resumable_checkpoint(workdir, fingerprint, discard=dist_is_main())
-    dist_barrier()  # every rank has decided before rank 0 changes the folder
-    workdir.mkdir(parents=True, exist_ok=True)
-    if dist_is_main():
-        (workdir / "inputs.sha256").write_text(fingerprint)
     saving = 0 < cfg.checkpoint_every < steps  # a state saved at the last step would never be resumed
     args = TrainingArguments(
         output_dir=str(workdir),
@@ -239,6 +230,22 @@ def train(
         remove_unused_columns=False,
         use_cpu=not torch.cuda.is_available(),
     )
+    # after TrainingArguments, which sets up the launcher's DeepSpeed config: under ZeRO-3 this load is partitioned
+    # (zero.Init) from the start.  fp32 master weights: the Trainer's bf16 is autocast, the updates stay fp32.
+    model, tok = load_model(base_model, dtype=torch.float32)
+    if cfg.lora.enabled:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", r=cfg.lora.r, lora_alpha=cfg.lora.alpha,
+                                                 lora_dropout=cfg.lora.dropout, target_modules=cfg.lora.target_modules))
+    data = [tokenize_record(r, tok, cfg.max_seq_len) for r in records]
+    n_completion_tokens = sum(sum(1 for x in d["labels"] if x != IGNORE_INDEX) for d in data)
+    fingerprint = training_fingerprint(cfg, base_model, records, steps)
+    resume_from = resumable_checkpoint(workdir, fingerprint, discard=dist_is_main())
+    dist_barrier()  # every rank has decided before rank 0 changes the folder
+    workdir.mkdir(parents=True, exist_ok=True)
+    if dist_is_main():
+        (workdir / "inputs.sha256").write_text(fingerprint)
     cbs = [_progress_callback(steps, description)] if show_progress else []
     if metrics_path is not None:
         cbs.append(_metrics_callback(Path(metrics_path), metrics_extra or {}))
@@ -248,6 +255,7 @@ def train(
         trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=collator(tok), callbacks=[*cbs, *callbacks])
         result = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    world = dist_world_size()
     stats = {
         "steps": steps,
         "examples": len(data),
@@ -259,15 +267,26 @@ def train(
         "train_runtime_s": round(float(result.metrics.get("train_runtime", 0.0)), 2),
         "resumed_from_step": _step_of(resume_from) if resume_from else None,
         "report_to": cfg.report_to_list(),
+        # an optimizer step takes batch_size examples on each process: the same `steps` see W times more data on
+        # W processes (docs/star-gpu.md); recorded so runs on different GPU counts can be compared
+        "world_size": world,
+        "global_batch_size": cfg.batch_size * cfg.gradient_accumulation_steps * world,
+        "mixed_precision": "bf16" if cfg.bf16 else "no",
+        "master_weights": "float32",
     }
     if is_sharded(trainer):
-        model = gather_full_model(trainer, tok, cfg, base_model, workdir / "full", dtype)
         stats["gathered_from"] = "deepspeed-zero3" if trainer.is_deepspeed_enabled else "fsdp"
-    else:
-        model = trainer.model
-        if cfg.lora.enabled:
-            model = model.merge_and_unload()
+        if checkpoint is not None:
+            save_gathered(trainer, tok, cfg, base_model, Path(checkpoint))
+        return None, tok, stats
+    model = trainer.model
+    if cfg.lora.enabled:
+        model = model.merge_and_unload()
     model.eval()
+    if checkpoint is not None:
+        if dist_is_main():  # every rank holds the same model: one writes it
+            save_checkpoint(model, tok, checkpoint)
+        dist_barrier()
     return model, tok, stats
 
 
@@ -281,27 +300,43 @@ def is_sharded(trainer: Any) -> bool:
     return False
 
 
-def gather_full_model(trainer: Any, tok: Any, cfg: StarConfig, base_model: str, folder: Path, dtype: Any) -> Any:
-    """Every rank's full copy of a model that ZeRO-3 or FSDP sharded, for generation and the checkpoint.
+def save_gathered(trainer: Any, tok: Any, cfg: StarConfig, base_model: str, target: Path) -> Path:
+    """Write a model that ZeRO-3 or FSDP sharded whole into ``target``; every rank calls it, rank 0 writes.
 
-    ``trainer.save_model`` is called on every rank (it gathers the shards: ZeRO-3's 16-bit gather, FSDP's full
-    state dict) and rank 0 writes the whole model; every rank then loads that folder, so generation needs no
-    ``synced_gpus`` and rank 0's checkpoint is the full weights, not its shard.  A LoRA adapter is merged into
-    the base model after the gather.
+    ``trainer.save_model`` is a collective that gathers the shards (ZeRO-3's 16-bit gather, FSDP's full state
+    dict) and rank 0 writes them into a staging folder, which becomes the checkpoint; a LoRA adapter is merged
+    into the base model there, on rank 0 alone, loaded outside the sharding init.  No other rank loads anything.
     """
-    from ..embedded import load_model
+    from .loading import outside_sharded_init
 
-    trainer.save_model(str(folder))
+    staging = target.parent / f".{target.name}.gathered"
     if dist_is_main():
-        tok.save_pretrained(str(folder))
+        shutil.rmtree(staging, ignore_errors=True)
     dist_barrier()
-    if cfg.lora.enabled:
-        from peft import PeftModel
+    trainer.save_model(str(staging))
+    if dist_is_main():
+        if cfg.lora.enabled:
+            import torch
+            from peft import PeftModel
 
-        base, _ = load_model(base_model, dtype=dtype)
-        return PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
-    model, _ = load_model(str(folder), dtype=dtype)
-    return model
+            from ..embedded import load_model
+
+            with outside_sharded_init():
+                base, _ = load_model(base_model, dtype=torch.float32)
+                merged = PeftModel.from_pretrained(base, str(staging)).merge_and_unload()
+            save_checkpoint(merged, tok, target)
+            shutil.rmtree(staging, ignore_errors=True)
+        else:
+            tok.save_pretrained(str(staging))
+            _replace_dir(staging, target)
+    dist_barrier()  # every rank sees the whole checkpoint from here on
+    return target
+
+
+def _replace_dir(src: Path, target: Path) -> None:
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(src, target)
 
 
 def save_checkpoint(model: Any, tokenizer: Any, target: str | Path) -> Path:
@@ -312,9 +347,7 @@ def save_checkpoint(model: Any, tokenizer: Any, target: str | Path) -> Path:
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        _replace_dir(tmp, target)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
