@@ -99,3 +99,44 @@ def test_a_killed_generation_resumes_asking_only_for_unfinished_completions(tmp_
     third: list[str] = []
     _run(tmp_path / "run", third, resume=True)
     assert third == [] and read_json(tmp_path / "run" / "iter_1" / "generate.json")["rows"] == want["rows"]
+
+
+def test_a_resume_with_another_generation_dtype_regenerates_and_rebuilds_what_was_built_on_it(tmp_path: Path) -> None:
+    """Completions made in fp32 are not bf16's: a resume on bf16 (or on a CPU after a GPU run, both ``auto``) asks
+    again for every completion, redoes every generation step, and rebuilds the dataset, the training and the
+    evaluations that stood on them, instead of reusing the fp32 ones."""
+    import sqlite3
+
+    out = tmp_path / "run"
+    StarRun(StarConfig.from_dict(CFG), out, show_progress=False).run()
+    fp32 = {s: read_json(out / f"{s}.json") for s in ("iter_0/test", "iter_1/generate", "iter_1/test")}
+    assert {v["model"]["identity"]["dtype"] for v in fp32.values()} == {"float32"}
+    assert {v["model"]["identity"]["device"] for v in fp32.values()} == {"cpu"}
+    with sqlite3.connect(out / "completions.sqlite") as db:
+        stored = db.execute("select count(*) from completions").fetchone()[0]
+
+    cfg = StarConfig.from_dict({**CFG, "generation": {**CFG["generation"], "dtype": "bfloat16"}})
+    run = StarRun(cfg, out, resume=True, show_progress=False)
+    run.run()
+    # found but made by fp32: redone (a generation step is named by the model that makes it: iteration 1's by M_0)
+    assert {(0, "test"), (0, "dev"), (0, "generate")} <= set(run.redone_steps)
+    # and everything of iteration 1 built on its generation was deleted and made again
+    assert {(1, "generate"), (1, "dataset"), (1, "train"), (1, "test"), (1, "dev")} <= set(run.done_steps)
+    for step in fp32:
+        assert read_json(out / f"{step}.json")["model"]["identity"]["dtype"] == "bfloat16", step
+    with sqlite3.connect(out / "completions.sqlite") as db:  # nothing reused: every bf16 completion was asked for
+        assert db.execute("select count(*) from completions").fetchone()[0] == 2 * stored
+
+
+def test_server_flags_and_environment_key_the_completions_but_do_not_refuse_a_resume() -> None:
+    from thoughtsource.star.engines import store_identity
+
+    def cfg(command: str, env: dict[str, str]) -> StarConfig:
+        return StarConfig.from_dict({"generation": {"engine": "server", "server": {"command": command, "env": env}}})
+
+    a = cfg("vllm serve {checkpoint} --port {port} --served-model-name {model_name}", {})
+    b = cfg("vllm serve {checkpoint} --port {port} --served-model-name {model_name} --quantization fp8", {})
+    c = cfg(a.generation.server.command, {"VLLM_ATTENTION_BACKEND": "FLASHINFER"})
+    ids = [store_identity(x, "sha256:same") for x in (a, b, c)]
+    assert ids[0] != ids[1] and ids[0] != ids[2] and ids[1] != ids[2]
+    assert a.result_fields() == b.result_fields() == c.result_fields()  # a resume goes on, and regenerates
