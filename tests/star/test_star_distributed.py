@@ -1,9 +1,15 @@
-"""A tiny STaR iteration under ``accelerate launch`` with 2 CPU processes (gloo): generation is sharded over the
-ranks, rank 0 alone writes every file, training runs under DDP, and the greedy generations equal a one-process run.
+"""A tiny STaR iteration under ``accelerate launch`` with 2 CPU processes (gloo) and the repository's FSDP config:
+generation is sharded over the ranks, rank 0 alone writes every file, the trained model is saved whole and loaded
+back on every rank, which generates with exactly the saved weights, and the greedy generations equal a one-process
+run's.
 
 ``accelerate launch --cpu`` starts one process unless mpirun is set up, so the two CPU processes are started the way
-torchrun starts them (``--multi_gpu`` with ``ACCELERATE_USE_CPU=true`` and no visible GPU): accelerate then joins a
-gloo process group.
+torchrun starts them (``ACCELERATE_USE_CPU=true`` and no visible GPU): accelerate then joins a gloo process group.
+With ``configs/accelerate/fsdp.yaml`` the launcher sets FSDP's environment (``ACCELERATE_USE_FSDP``,
+``FSDP_CPU_RAM_EFFICIENT_LOADING``), under which transformers loads a model for FSDP to fill in: ranks other than 0
+get no initialised weights of their own.  accelerate 1.15 wraps the model with FSDP only on accelerators, so on CPU
+processes the Trainer runs DDP: this test covers FSDP's loading path and the save/reload, not sharded training
+(``docs/star-gpu.md`` says what ran where).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from thoughtsource.star.loop import StarRun
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
+FSDP_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "accelerate" / "fsdp.yaml"
 CFG = {
     "task": "arithmetic",
     "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 3, "n_dev_per_digit": 2},
@@ -49,8 +56,8 @@ def _free_port() -> int:
 def _launch(cfg: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]), "ACCELERATE_USE_CPU": "true",
            "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1", "COLUMNS": "1000"}
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(FSDP_CONFIG), "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
            "-m", "thoughtsource", "star", "run", "--config", str(cfg), "--out", str(out), *extra]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
 
@@ -92,7 +99,30 @@ def test_two_processes_shard_generation_and_one_writes(tmp_path: Path) -> None:
     assert again["rows"] == test["rows"] and [r["from_store"] for r in again["stats"]["ranks"]] == [2, 1]
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
 
-    # the greedy results equal one process's
+    # every rank generated with exactly the saved weights: M_0 (the base) at iteration 0, the checkpoint M_1 after
+    # training, loaded whole on each rank (not inside FSDP's RAM-efficient init, which leaves ranks > 0 unfilled)
+    import shutil
+
+    from thoughtsource.embedded import resolve_model
+    from thoughtsource.star.loading import load_for_generation, weights_digest
+
+    first_launch = {"iter_0/test": read_json(out / "iter_0" / "test.json"), "iter_1/test": test}  # before the resume
+    for step, folder in (("iter_0/test", resolve_model("embedded")), ("iter_1/test", str(out / "iter_1" / "checkpoint"))):
+        saved = weights_digest(load_for_generation(folder, "float32")[0])
+        assert [r["weights"] for r in first_launch[step]["stats"]["ranks"]] == [saved, saved], step
+    assert read_json(out / "iter_1" / "train_stats.json")["world_size"] == 2
+
+    # the trained model's greedy results equal one process's on the saved checkpoint: a copy of the run, resumed in
+    # one process with nothing in its store, makes iteration 1's test step again
+    alone = tmp_path / "alone"
+    shutil.copytree(out, alone)
+    for name in ("iter_1/test.json", "iter_1/metrics.json", "completions.sqlite", "completions.sqlite-wal", "completions.sqlite-shm"):
+        (alone / name).unlink(missing_ok=True)
+    StarRun(StarConfig.from_dict(CFG), alone, resume=True, show_progress=False).run()
+    again = read_json(alone / "iter_1" / "test.json")
+    assert again["stats"]["ranks"][0]["requested"] == len(test["rows"]) and again["rows"] == test["rows"]
+
+    # the greedy results of the base model equal one process's
     single = tmp_path / "single"
     StarRun(StarConfig.from_dict(CFG), single, show_progress=False).run()
     for step in FROM_BASE:
@@ -101,4 +131,4 @@ def test_two_processes_shard_generation_and_one_writes(tmp_path: Path) -> None:
         assert a["model"]["fingerprint"] == b["model"]["fingerprint"]
         assert read_json(single / f"{step}.json")["stats"]["ranks"] == [
             {"rank": 0, "prompts": len(b["rows"]), "from_store": 0, "requested": len(b["rows"]),
-             "generated_tokens": b["stats"]["completion_tokens"]}]
+             "generated_tokens": b["stats"]["completion_tokens"], "weights": a["stats"]["ranks"][0]["weights"]}]

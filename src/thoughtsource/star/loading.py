@@ -110,10 +110,11 @@ def check_materialized(model: Any, source: str) -> None:
 
 
 def weights_digest(model: Any) -> str:
-    """A digest of every parameter and buffer (name, shape, dtype, float64 sum and sum of squares), on device.
+    """A digest of every parameter and buffer (name, shape, dtype, three integer checksums of the raw bits), on device.
 
-    Cheap (one reduction per tensor, one copy to the host) and the same for the same weights on the same kind
-    of device; garbage, zeros or another checkpoint's weights give another digest.
+    The bits are summed as integers (plain, squared, weighted by position; int64, wrapping), which is exact: the same
+    weights give the same digest whatever the device's thread count or reduction order, at one pass over the weights
+    and one small copy to the host.  Garbage, zeros, a permutation or another checkpoint's weights give another one.
     """
     import torch
 
@@ -123,14 +124,18 @@ def weights_digest(model: Any) -> str:
         for name, t in sorted([*model.named_parameters(), *model.named_buffers()], key=lambda kv: kv[0]):
             if t.is_meta:
                 raise WeightsError(f"{name} is on meta: the model holds no weights there")
-            total = torch.zeros(2, dtype=torch.float64, device=t.device)
-            for chunk in t.detach().reshape(-1).split(_DIGEST_CHUNK):  # a float64 copy of a chunk, not of the tensor
-                x = chunk.to(torch.float64)
-                total += torch.stack([x.sum(), (x * x).sum()])
+            flat = t.detach().reshape(-1)
+            if flat.is_floating_point():
+                flat = flat.view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[flat.element_size()])
+            total = torch.zeros(3, dtype=torch.int64, device=t.device)
+            for start in range(0, flat.numel(), _DIGEST_CHUNK):  # an int64 copy of a chunk, not of the tensor
+                x = flat[start:start + _DIGEST_CHUNK].to(torch.int64)
+                pos = torch.arange(start + 1, start + 1 + x.numel(), dtype=torch.int64, device=t.device)
+                total += torch.stack([x.sum(), (x * x).sum(), (x * pos).sum()])
             names.append(f"{name}:{tuple(t.shape)}:{t.dtype}")
             sums.append(total)
         values = torch.stack(sums).cpu().tolist() if sums else []
     h = hashlib.sha256()
-    for name, (s, s2) in zip(names, values, strict=True):
-        h.update(f"{name}={s!r},{s2!r}\n".encode())
+    for name, checks in zip(names, values, strict=True):
+        h.update(f"{name}={checks}\n".encode())
     return "w:" + h.hexdigest()[:16]
