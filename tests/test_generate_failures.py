@@ -20,7 +20,7 @@ import pytest
 
 from thoughtsource.backends import Request, get_backend
 from thoughtsource.collection import Collection
-from thoughtsource.generate import generate
+from thoughtsource.generation import generate
 from thoughtsource.store import CompletionStore
 from thoughtsource.testing.fault_server import run_fault_server
 

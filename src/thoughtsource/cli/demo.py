@@ -69,7 +69,7 @@ def demo(
     """Run the whole pipeline on the embedded SmolLM2-135M model: data → CoTs → answers → evaluation → plot."""
     import yaml
 
-    from ..generate import GenerateConfig, generate
+    from ..generation import GenerateConfig, generate
     from .generate import old_name
 
     n_samples = old_name(limit, n_samples, "--limit", "--n-samples") or 8

@@ -167,7 +167,7 @@ def chain(
     db: Path | None = typer.Option(None, "--db", help="Completion store."),
 ) -> None:
     """Run a flexible chain or the self-reflection stage; results are stored as CoTs / answers of the file."""
-    from .. import chains
+    from ..generation import chains
     from ..collection import Collection
     from ..config import read_yaml_mapping
 
