@@ -103,7 +103,7 @@ def file_info(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def model_records(collection: Collection) -> list[dict[str, Any]]:
     """The models behind the collection's generated CoTs: name, parameters, API service, fragments, CoT count."""
-    from .evaluate import model_name
+    from .schema import model_name
 
     found: dict[tuple[str, str, str], dict[str, Any]] = {}
     for _, _, sample in collection.samples():

@@ -48,7 +48,7 @@ from typing import Any, Literal
 from .collection import Collection
 from .errors import DataError, ThoughtSourceError
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info
-from .schema import GeneratedCot, Sample
+from .schema import GeneratedCot, Sample, model_name
 
 log = logging.getLogger(__name__)
 
@@ -181,12 +181,6 @@ def _read_jsonl(src: Sources, path: Path, required: Sequence[str]) -> list[dict[
 
 
 # --------------------------------------------------------------------------- one CoT as prompt + completion
-def model_name(cot: GeneratedCot) -> str:
-    from .evaluate import model_name as name
-
-    return name(cot.model)
-
-
 def cot_prompt(sample: Sample, cot: GeneratedCot) -> str:
     from .prompts.build import question_block
 

@@ -245,7 +245,7 @@ def length_outliers(collection: Any, *, which: Literal["generated", "reference"]
     CoTs model + instruction + trigger): truncated, empty or run-away generations.  Sorted by how far out."""
     import pandas as pd
 
-    from .evaluate import model_name
+    from .schema import model_name
 
     rows = []
     for d, s, sample in _collection(collection).samples():

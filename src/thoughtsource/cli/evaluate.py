@@ -22,7 +22,7 @@ _SHORT = {"cot_trigger": "trigger", "answer_extraction": "extraction", "instruct
 
 def _value(v: Any) -> str:
     """A cell as shown: no trigger / no instruction is "none", as in the plots."""
-    from ..plots import _value as shown
+    from ..plots import shown_value as shown
 
     return shown(v)
 

@@ -142,11 +142,12 @@ def best(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout: accuracy per dataset and column, and the best cells."),
 ) -> None:
     """Accuracy per dataset × model/prompt with the best cell of each dataset marked."""
+    from ..collection import Collection
     from ..evaluate import evaluate_frame
     from ..utilities import accuracy_pivot, best_cells, highlight_best
 
     mode = "flexible" if flexible else "strict"
-    table = accuracy_pivot(evaluate_frame(Path(file), modes=(mode,), mode=mode).accuracy)
+    table = accuracy_pivot(evaluate_frame(Collection.load(Path(file)), modes=(mode,), mode=mode).accuracy)
     if as_json:
         best = sorted(best_cells(table), key=str)
         print_json({"mode": mode, "accuracy": {str(r): {str(c): table.at[r, c] for c in table.columns} for r in table.index},
@@ -167,9 +168,9 @@ def chain(
     db: Path | None = typer.Option(None, "--db", help="Completion store."),
 ) -> None:
     """Run a flexible chain or the self-reflection stage; results are stored as CoTs / answers of the file."""
-    from ..generation import chains
     from ..collection import Collection
     from ..config import read_yaml_mapping
+    from ..generation import chains
 
     runs = {"generate-extract": chains.self_generate_extract, "generate": chains.self_generate,
             "extract": chains.self_extract, "reflect": chains.self_reflect}

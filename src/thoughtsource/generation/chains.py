@@ -76,7 +76,7 @@ class Target:
     reflections: bool = False
 
     def matches(self, cot: GeneratedCot) -> bool:
-        from ..evaluate import model_name
+        from ..schema import model_name
 
         if not self.reflections and isinstance(cot.model, dict) and cot.model.get("chain") == "self_reflect":
             return False
