@@ -96,7 +96,7 @@ def demo(
     from rich.table import Table
 
     from ..evaluate import evaluate, evaluate_frame, fmt_proportion
-    from ..plots import plot_accuracy, plot_or_warn, shown_value
+    from ..reporting.plots import plot_accuracy, plot_or_warn, shown_value
 
     result = evaluate_frame(collection)
     evaluate(collection, out_dir=out, warn=False)

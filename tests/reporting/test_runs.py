@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from thoughtsource import Collection
 from thoughtsource.cli import app
 from thoughtsource.errors import DataError
-from thoughtsource.utilities import (
+from thoughtsource.reporting.runs import (
     accuracy_pivot,
     best_cells,
     compare_runs,

@@ -24,7 +24,7 @@ __all__ = ["heatmap_cells", "plot_accuracy", "plot_or_warn", "plot_reasoning", "
 
 
 def _pyplot() -> Any:
-    from .errors import require
+    from ..errors import require
 
     require("matplotlib", extra="plots", purpose="plotting")
     import matplotlib
@@ -36,7 +36,7 @@ def _pyplot() -> Any:
 
 
 def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
-    from .io import atomic_write
+    from ..io import atomic_write
 
     out = Path(path)
     with atomic_write(out, "wb") as fh:
@@ -70,7 +70,7 @@ def plot_accuracy(
     plt = _pyplot()
     import numpy as np
 
-    from .evaluate import COMBINATION
+    from ..evaluate import COMBINATION
 
     frame = accuracy if mode is None else accuracy[accuracy["mode"] == mode]
     frame = frame.sort_values("accuracy", ascending=True, kind="stable").tail(max_rows)
@@ -225,7 +225,7 @@ def plot_or_warn(draw: Callable[..., Path], *args: Any, **kwargs: Any) -> Path |
 
     Plots come after the numbers: a command whose results are computed and written must not die on a plot.
     """
-    from .errors import MissingDependencyError
+    from ..errors import MissingDependencyError
 
     name = Path(args[1]).name if len(args) > 1 else getattr(draw, "__name__", "plot")
     try:
