@@ -6,7 +6,7 @@ for the same WorldTree samples, in the same run, each with a fresh completion st
 
 * baseline: the published ThoughtSource generator's loop: one request at a time, then
   ``time.sleep(api_time_interval)`` with the paper's ``api_time_interval = 1.0`` s;
-* ours: :func:`thoughtsource.generate.generate` at the default concurrency (``GenerateConfig``),
+* ours: :func:`thoughtsource.generation.generate` at the default concurrency (``GenerateConfig``),
   ``--n`` self-consistency samples per prompt (temperature 0.7), so there are enough requests to
   keep that many in flight.
 
@@ -36,7 +36,8 @@ from pathlib import Path
 
 from thoughtsource.backends import get_backend
 from thoughtsource.collection import Collection
-from thoughtsource.generate import GenerateConfig, generate, plan
+from thoughtsource.generation import GenerateConfig, generate
+from thoughtsource.generation.plan import plan_units
 from thoughtsource.prompts import load_fragments
 from thoughtsource.prompts.build import answer_prompt
 
@@ -74,7 +75,7 @@ def baseline(collection: Collection, url: str, interval: float) -> tuple[int, fl
     cfg = GenerateConfig.parse(CONFIG, base_urls=[url], concurrency=1)
     backend = get_backend("openai", model=cfg.model, base_url=[url], concurrency=1)
     fragments = load_fragments()
-    units = plan(collection, cfg, fragments, backend.cache_identity())
+    units = plan_units(collection, cfg, fragments, backend.cache_identity())
     calls = 0
 
     async def run() -> None:

@@ -64,7 +64,7 @@ Result = dict[str, dict[tuple[str, str], tuple[int, float, float]]]
 
 def baseline_overlap(collection, n: int = 3) -> tuple[Result, Timer, Timer]:
     """Published approach: a set of joined n-gram strings per dataset, Python set operations per pair."""
-    from thoughtsource.stats import WordTokenizer
+    from thoughtsource.reporting.stats import WordTokenizer
 
     tok = WordTokenizer()
     with Timer() as t_tok:
@@ -91,7 +91,7 @@ def baseline_overlap(collection, n: int = 3) -> tuple[Result, Timer, Timer]:
 
 def ours_overlap(collection, n: int = 3) -> tuple[Result, Timer, Timer]:
     """Ours: tokens hashed to uint64 (as compute_stats does once for the lengths), then hashed n-gram sets and pairs."""
-    from thoughtsource.stats import WordTokenizer, ngram_hashes, pairwise_overlap
+    from thoughtsource.reporting.stats import WordTokenizer, ngram_hashes, pairwise_overlap
 
     tok = WordTokenizer()
     with Timer() as t_tok:
@@ -114,7 +114,7 @@ def main() -> None:
     ap.add_argument("--embedded", action="store_true", help="also time the statistics with the embedded model's tokenizer")
     args = ap.parse_args()
 
-    from thoughtsource import stats, stats_plots
+    from thoughtsource.reporting import stats, stats_plots
 
     print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPU(s), Python {platform.python_version()}")
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")

@@ -13,12 +13,11 @@ from thoughtsource.evaluate import (
     evaluate,
     evaluate_frame,
     majority_vote,
-    model_name,
     wilson_interval,
     wilson_intervals,
     write_tables,
 )
-from thoughtsource.schema import Answer, GeneratedCot, Sample
+from thoughtsource.schema import Answer, GeneratedCot, Sample, model_name
 
 
 def test_majority_vote_and_documented_tie_breaking() -> None:

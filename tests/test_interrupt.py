@@ -79,7 +79,7 @@ def test_generate_stores_the_finished_completions_of_an_interrupted_batch_and_re
     from thoughtsource.backends.base import Completion
     from thoughtsource.backends.mock import MockBackend
     from thoughtsource.collection import Collection
-    from thoughtsource.generate import generate
+    from thoughtsource.generation import generate
 
     class StoppedAfterOne(MockBackend):
         def __init__(self) -> None:

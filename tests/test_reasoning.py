@@ -10,7 +10,7 @@ import pytest
 from thoughtsource.backends.base import Request
 from thoughtsource.backends.openai_compat import OpenAIBackend
 from thoughtsource.collection import Collection
-from thoughtsource.generate import generate
+from thoughtsource.generation import generate
 from thoughtsource.reasoning import CONTENT_EXTRACTION, reasoning_info, split_reasoning, strip_think
 from thoughtsource.store import CompletionStore
 from thoughtsource.testing.fault_server import run_fault_server

@@ -1,7 +1,7 @@
 """Collection: a set of datasets and splits of ThoughtSource samples.
 
 A facade over :mod:`thoughtsource.io` (formats), :mod:`thoughtsource.datasets` (the registry of
-source datasets), :mod:`thoughtsource.generate` and :mod:`thoughtsource.evaluate`.  Compatible with
+source datasets), :mod:`thoughtsource.generation` and :mod:`thoughtsource.evaluate`.  Compatible with
 the published API (Figure 3 of the ThoughtSource paper)::
 
     c = Collection(["worldtree"]).select(split="train", number_samples=10)
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     import datasets as hf
 
-    from .generate import GenerateReport
+    from .generation import GenerateReport
 
 log = logging.getLogger(__name__)
 
@@ -250,17 +250,25 @@ class Collection:
             x.generated_cot = [c for c in x.generated_cot if not matches(c)]
         return self
 
+    def in_idx_range(self, idx_range: tuple[int, int] | None) -> Collection:
+        """The samples whose index in their split is in ``[a, b)`` (the published ``idx_range``); the same objects,
+        so what is attached to them shows in this collection.  ``None``: the collection itself."""
+        if idx_range is None:
+            return self
+        a, b = idx_range
+        return Collection(data={d: {s: xs[a:b] for s, xs in splits.items()} for d, splits in self.data.items()})
+
     # ------------------------------------------------------------------ generation / evaluation hooks
     def generate(self, config: Any = None, *, strict: bool = True, **kwargs: Any) -> Collection:
-        """Generate CoTs in place (see :mod:`thoughtsource.generate`); returns self.
+        """Generate CoTs in place (see :mod:`thoughtsource.generation`); returns self.
 
-        The run's :class:`~thoughtsource.generate.GenerateReport` is kept in ``self.generate_report``.  When
+        The run's :class:`~thoughtsource.generation.GenerateReport` is kept in ``self.generate_report``.  When
         CoTs or answer extractions failed, raises :class:`~thoughtsource.errors.GenerationFailed` (its ``report``
         is the same report; what succeeded is attached and stored, and calling again asks only for the rest),
         as the CLI exits 1; ``strict=False`` only logs the failures.
         """
         from .errors import GenerationFailed
-        from .generate import generate
+        from .generation import generate
 
         report = generate(self, config, **kwargs)
         self.generate_report = report

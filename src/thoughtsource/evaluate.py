@@ -35,7 +35,6 @@ by its normalized form.
 
 from __future__ import annotations
 
-import ast
 import logging
 import math
 import os
@@ -46,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from .extract import MODES, Extraction, Mode, extract, gold_value, is_correct, normalize_text, text_f1
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
+from .schema import model_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,7 +63,6 @@ __all__ = [
     "evaluate_frame",
     "majority_at_k",
     "majority_vote",
-    "model_name",
     "pass_at_k",
     "reasoning_lengths",
     "reasoning_table",
@@ -142,30 +141,6 @@ def majority_vote(values: Sequence[Any], answer_type: str = "number") -> Any:
         return None
     best = max(counts, key=lambda k: (counts[k], -first[k]))
     return rep[best]
-
-
-_MODEL_NAMES: dict[str, str] = {}
-
-
-def model_name(model: Any) -> str:
-    """A model's name: ThoughtSource stores ``"{'name': 'gpt-4', 'temperature': 0, ...}"`` or a plain string."""
-    if model is None:
-        return "None"
-    if isinstance(model, dict):
-        return str(model.get("name", model))
-    text = str(model)
-    if text in _MODEL_NAMES:
-        return _MODEL_NAMES[text]
-    name = text
-    if text.startswith("{"):
-        try:
-            obj = ast.literal_eval(text)
-            if isinstance(obj, dict) and "name" in obj:
-                name = str(obj["name"])
-        except (ValueError, SyntaxError):
-            pass
-    _MODEL_NAMES[text] = name
-    return name
 
 
 def _fmt(value: Any) -> str | None:
@@ -247,7 +222,7 @@ def _iter_answers(collection: Collection) -> Iterable[tuple[str, str, Any, int, 
 
 
 def evaluate_frame(
-    collection: Collection | str | os.PathLike[str],
+    collection: Collection,
     *,
     modes: Sequence[Mode] = MODES,  # type: ignore[assignment]
     mode: Mode = "strict",
@@ -268,10 +243,6 @@ def evaluate_frame(
     """
     import pandas as pd
 
-    from .collection import Collection
-
-    if not isinstance(collection, Collection):
-        collection = Collection.load(collection)
     for m in (*modes, mode):
         if m not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {m!r}")

@@ -12,6 +12,7 @@ load/dump round trip.  Older key spellings are accepted: ``templates_version`` f
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any, Literal
 
@@ -156,3 +157,38 @@ def semantic_problems(sample: Sample) -> list[str]:
                 problems.append(f"field 'generated_cot': duplicate id {cot.id!r}")
             seen.add(cot.id)
     return problems
+
+
+# --------------------------------------------------------------------------- the model that wrote a CoT
+_MODEL_NAMES: dict[str, str] = {}
+_NAME_IN_TEXT = re.compile(r"""['"]name['"]\s*:\s*['"]([^'"]{1,200})['"]""")
+
+
+def model_name(model: Any) -> str:
+    """A model's name, from a CoT's ``model`` (or a :class:`GeneratedCot`): ``model["name"]``, or the name inside the
+    ``"{'name': 'gpt-4', 'temperature': 0, ...}"`` string the original tools stored, or the plain string.
+
+    A CoT stored without a model is ``"None"``, as every missing value is in the tables of evaluate, stats and results
+    (``str(None)``), so it is a group of its own there and a choice in the web app's filters.
+    """
+    if isinstance(model, GeneratedCot):
+        model = model.model
+    if model is None:
+        return "None"
+    if isinstance(model, dict):
+        return str(model.get("name", model))
+    text = str(model)
+    if text in _MODEL_NAMES:
+        return _MODEL_NAMES[text]
+    name = text
+    if text.startswith("{"):
+        try:
+            obj = ast.literal_eval(text)
+            if isinstance(obj, dict) and "name" in obj:
+                name = str(obj["name"])
+        except (ValueError, SyntaxError):
+            found = _NAME_IN_TEXT.search(text)  # not a Python literal (cut off, or JSON with true/null): find the name
+            if found:
+                name = found.group(1)
+    _MODEL_NAMES[text] = name
+    return name

@@ -19,7 +19,7 @@ and the counts.  The folder is written beside its final place and renamed into i
 What a record holds:
 
 * the prompt is the CoT's ``prompt_text``, filled in from its fragment ids when a file left it empty
-  (:func:`~thoughtsource.utilities.full_text_prompts`), else the question block;
+  (:func:`~thoughtsource.reporting.runs.full_text_prompts`), else the question block;
 * the completion is the CoT; a reasoning model's is ``<think>reasoning</think>`` and its final content;
 * correct means every answer of the CoT is marked correct; unmarked answers are judged as ``evaluate`` judges
   them (strict); CoTs cut off mid-thought, empty CoTs and unmarked ones are left out and counted;
@@ -48,7 +48,7 @@ from typing import Any, Literal
 from .collection import Collection
 from .errors import DataError, ThoughtSourceError
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info
-from .schema import GeneratedCot, Sample
+from .schema import GeneratedCot, Sample, model_name
 
 log = logging.getLogger(__name__)
 
@@ -181,12 +181,6 @@ def _read_jsonl(src: Sources, path: Path, required: Sequence[str]) -> list[dict[
 
 
 # --------------------------------------------------------------------------- one CoT as prompt + completion
-def model_name(cot: GeneratedCot) -> str:
-    from .evaluate import model_name as name
-
-    return name(cot.model)
-
-
 def cot_prompt(sample: Sample, cot: GeneratedCot) -> str:
     from .prompts.build import question_block
 
@@ -252,7 +246,7 @@ class Cot:
 def collection_cots(src: Sources, models: Sequence[str], left_out: Counter[str]) -> list[Cot]:
     """Every usable CoT of the collections (the model filter applied); what is left out is counted by reason."""
     from .prompts.build import question_block
-    from .utilities import full_text_prompts
+    from .reporting.runs import full_text_prompts
 
     out: list[Cot] = []
     for path, collection in src.collections:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from thoughtsource import Collection
-from thoughtsource.chains import self_generate_extract, self_reflect
+from thoughtsource.generation.chains import self_generate_extract, self_reflect
 
 from .conftest import add_user, login
 

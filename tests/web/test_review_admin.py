@@ -14,7 +14,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from thoughtsource.web.data import Item, ServedData, cot_correct, model_name
+from thoughtsource.schema import model_name
+from thoughtsource.web.data import Item, ServedData, cot_correct
 from thoughtsource.web.db import STEP_KEY, CotRef
 from thoughtsource.web.similarity import sentences
 

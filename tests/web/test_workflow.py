@@ -12,9 +12,10 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from thoughtsource.cli import app as cli_app
+from thoughtsource.schema import model_name
 from thoughtsource.web.agreement import agreement
 from thoughtsource.web.assign import assign
-from thoughtsource.web.data import csv_safe, model_name
+from thoughtsource.web.data import csv_safe
 from thoughtsource.web.db import STEP_KEY, AnnotationDB, CotRef
 from thoughtsource.web.similarity import sentences
 

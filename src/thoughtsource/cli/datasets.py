@@ -22,7 +22,6 @@ DATA_DIR = typer.Option(None, "--data-dir", help="Folder with raw files (default
 def list_(data_dir: Path | None = DATA_DIR, as_json: bool = JSON_OPTION) -> None:
     """Name, answer type, splits with counts, license and whether the raw files are present."""
     from .. import datasets
-    from ..datasets import _resolve
 
     table = Table(title="datasets")
     for col in ("name", "type", "splits (samples)", "license", "raw files present"):
@@ -32,7 +31,7 @@ def list_(data_dir: Path | None = DATA_DIR, as_json: bool = JSON_OPTION) -> None
         spec = datasets.spec(name)
         splits = ", ".join(f"{s} ({spec.counts[s]:,})" if s in spec.counts else s for s in spec.splits)
         required = [s for s in spec.sources if not s.optional]
-        missing = [s.name for s in required if _resolve.locate(s, data_dir) is None]
+        missing = [s.name for s in required if datasets.locate(s, data_dir) is None]
         rows.append({"name": name, "answer_type": spec.answer_type, "splits": {s: spec.counts.get(s) for s in spec.splits},
                      "license": spec.license, "raw_files": len(required), "raw_files_missing": missing})
         if not missing:
@@ -53,7 +52,6 @@ def download(
 ) -> None:
     """Download (and verify) the raw files of a dataset; files already present are only verified."""
     from .. import datasets
-    from ..datasets import _resolve
     from ..errors import DataError
 
     names = datasets.names() if name == "all" else [name]
@@ -61,7 +59,7 @@ def download(
     for n in names:
         spec = datasets.spec(n)
         try:
-            files = _resolve.resolve(spec, spec.splits, data_dir)
+            files = datasets.resolve(spec, spec.splits, data_dir)
         except DataError as e:
             if name != "all":
                 raise

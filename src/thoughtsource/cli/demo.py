@@ -69,7 +69,7 @@ def demo(
     """Run the whole pipeline on the embedded SmolLM2-135M model: data → CoTs → answers → evaluation → plot."""
     import yaml
 
-    from ..generate import GenerateConfig, generate
+    from ..generation import GenerateConfig, generate
     from .generate import old_name
 
     n_samples = old_name(limit, n_samples, "--limit", "--n-samples") or 8
@@ -96,7 +96,7 @@ def demo(
     from rich.table import Table
 
     from ..evaluate import evaluate, evaluate_frame, fmt_proportion
-    from ..plots import _value, plot_accuracy, plot_or_warn
+    from ..reporting.plots import plot_accuracy, plot_or_warn, shown_value
 
     result = evaluate_frame(collection)
     evaluate(collection, out_dir=out, warn=False)
@@ -105,7 +105,7 @@ def demo(
         table.add_column(col, justify="right" if col in ("n", "accuracy", "95% CI") else "left")
     acc = result.accuracy[result.accuracy["mode"] == "strict"]
     for _, r in acc.iterrows():
-        table.add_row(str(r["model"]), _value(r["cot_trigger"]), str(r["answer_extraction"]), str(r["n"]),
+        table.add_row(str(r["model"]), shown_value(r["cot_trigger"]), str(r["answer_extraction"]), str(r["n"]),
                       fmt_proportion(r["accuracy"]), f"{fmt_proportion(r['ci_low'])}–{fmt_proportion(r['ci_high'])}")
     stdout.print(table)
     plot_path = plot_or_warn(plot_accuracy, result.accuracy, out / "accuracy.png",

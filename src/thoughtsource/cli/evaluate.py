@@ -22,14 +22,14 @@ _SHORT = {"cot_trigger": "trigger", "answer_extraction": "extraction", "instruct
 
 def _value(v: Any) -> str:
     """A cell as shown: no trigger / no instruction is "none", as in the plots."""
-    from ..plots import _value as shown
+    from ..reporting.plots import shown_value as shown
 
     return shown(v)
 
 
 def row_label(row: Any, fields: list[str]) -> str:
     """"instruction: none · trigger: zhou-01 · extraction: kojima-A-D": every part names its field."""
-    from ..plots import row_label as label
+    from ..reporting.plots import row_label as label
 
     return label(row, fields)
 
@@ -61,7 +61,7 @@ def evaluate(
     from ..collection import Collection
     from ..errors import ConfigError
     from ..evaluate import evaluate_frame, write_tables
-    from ..results import results_document, write_results
+    from ..reporting.results import results_document, write_results
 
     try:
         k_list = [int(k) for k in ks.split(",")] if ks else None
@@ -100,7 +100,7 @@ def evaluate(
 def _plots(result: Any, out_dir: Path, mode: str) -> list[Path]:
     """The accuracy plot, trigger heatmap and (reasoning models) the reasoning-length plot; a plot that cannot be
     drawn (no matplotlib, an error) is a warning."""
-    from ..plots import plot_accuracy, plot_or_warn, plot_reasoning, plot_trigger_heatmap
+    from ..reporting.plots import plot_accuracy, plot_or_warn, plot_reasoning, plot_trigger_heatmap
 
     drawn = [plot_or_warn(plot_accuracy, result.accuracy, out_dir / "accuracy.png", mode=mode),
              plot_or_warn(plot_trigger_heatmap, result.accuracy, out_dir / "trigger_heatmap.png", mode=mode)]

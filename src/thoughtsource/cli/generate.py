@@ -96,7 +96,7 @@ def generate_cmd(
     """
     from ..collection import Collection
     from ..errors import ConfigError, GenerationFailed
-    from ..generate import GenerateConfig, generate
+    from ..generation import GenerateConfig, generate
 
     if bool(dataset) == bool(file):
         raise ConfigError("give either --dataset or --file")

@@ -39,7 +39,7 @@ def compare(
 ) -> None:
     """Which samples flipped between two runs: fixed (wrong → right) and broken (right → wrong)."""
     from ..io import atomic_write
-    from ..utilities import compare_runs
+    from ..reporting.runs import compare_runs
 
     if out is not None:
         check_out(out)
@@ -69,7 +69,7 @@ def merge(
     pattern: str = typer.Option("*.json", "--pattern", help="Which files of a folder."),
 ) -> None:
     """Merge files (every file of a folder) into one (CoTs of the same sample combined; conflicts listed, nothing overwritten)."""
-    from ..utilities import merge_folder
+    from ..reporting.runs import merge_folder
 
     check_out(out)
     result = merge_folder(paths, pattern)
@@ -88,7 +88,7 @@ def evaluate_(
 ) -> None:
     """Accuracy of every file (every file of a folder), one table."""
     from ..io import atomic_write
-    from ..utilities import evaluate_folder
+    from ..reporting.runs import evaluate_folder
 
     if out is not None:
         check_out(out)
@@ -108,7 +108,7 @@ def prompts(
     out: Path = typer.Option(..., "--out", help="JSON lines: one prompt per line."),
 ) -> None:
     """Export the full text of every CoT and answer-extraction prompt (rebuilt from templates and fragment ids)."""
-    from ..utilities import export_prompts
+    from ..reporting.runs import export_prompts
 
     check_out(out)
     console.print(f"wrote {export_prompts(file, out)} prompts to {out}", highlight=False)
@@ -123,7 +123,7 @@ def outliers(
     as_json: bool = typer.Option(False, "--json", help="Every outlier as JSON records on stdout."),
 ) -> None:
     """CoTs of outlying length (empty, truncated, run-away) per dataset and model/prompt."""
-    from ..utilities import length_outliers
+    from ..reporting.runs import length_outliers
 
     table = length_outliers(file, which="reference" if reference else "generated", k=k)
     if as_json:
@@ -142,11 +142,12 @@ def best(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout: accuracy per dataset and column, and the best cells."),
 ) -> None:
     """Accuracy per dataset × model/prompt with the best cell of each dataset marked."""
+    from ..collection import Collection
     from ..evaluate import evaluate_frame
-    from ..utilities import accuracy_pivot, best_cells, highlight_best
+    from ..reporting.runs import accuracy_pivot, best_cells, highlight_best
 
     mode = "flexible" if flexible else "strict"
-    table = accuracy_pivot(evaluate_frame(Path(file), modes=(mode,), mode=mode).accuracy)
+    table = accuracy_pivot(evaluate_frame(Collection.load(Path(file)), modes=(mode,), mode=mode).accuracy)
     if as_json:
         best = sorted(best_cells(table), key=str)
         print_json({"mode": mode, "accuracy": {str(r): {str(c): table.at[r, c] for c in table.columns} for r in table.index},
@@ -167,9 +168,9 @@ def chain(
     db: Path | None = typer.Option(None, "--db", help="Completion store."),
 ) -> None:
     """Run a flexible chain or the self-reflection stage; results are stored as CoTs / answers of the file."""
-    from .. import chains
     from ..collection import Collection
     from ..config import read_yaml_mapping
+    from ..generation import chains
 
     runs = {"generate-extract": chains.self_generate_extract, "generate": chains.self_generate,
             "extract": chains.self_extract, "reflect": chains.self_reflect}

@@ -48,7 +48,7 @@ def stats(
     """Statistics of datasets (the paper's Table 6, Figures 1 and 2): stats.md, stats.json and PNGs."""
     from ..collection import Collection
     from ..io import atomic_write, write_json
-    from ..stats import compute_stats, render_markdown
+    from ..reporting.stats import compute_stats, render_markdown
     from .generate import old_name
 
     n = old_name(ngram, n, "--ngram", "--n") or 3
@@ -65,7 +65,7 @@ def stats(
     report = compute_stats(collection, tokenizer=tokenizer.value, n=n)
     images: dict[str, str] = {}
     if not no_plots:
-        from ..stats_plots import write_all
+        from ..reporting.stats_plots import write_all
 
         t1 = time.perf_counter()
         paths = write_all(report, out / img_dir, formats=("png", "svg") if svg else ("png",), kind=kind.value)

@@ -22,6 +22,7 @@ from ..errors import ChecksumError, DataError, UnknownNameError
 from ..schema import Sample, semantic_problems
 from . import _cache, _resolve
 from ._base import DatasetSpec, SourceFile
+from ._resolve import locate, resolve
 from ._text import clean_sample, sample_debris
 
 log = logging.getLogger(__name__)
@@ -230,5 +231,18 @@ def load(
     return out
 
 
-__all__ = ["DATASETS", "DatasetSpec", "SourceFile", "available_splits", "check_splits", "debris_counts", "get", "load",
-           "load_available", "names", "spec"]
+__all__ = [
+    "DATASETS",
+    "DatasetSpec",
+    "SourceFile",
+    "available_splits",
+    "check_splits",
+    "debris_counts",
+    "get",
+    "load",
+    "load_available",
+    "locate",
+    "names",
+    "resolve",
+    "spec",
+]

@@ -33,7 +33,7 @@ from . import auth
 from .data import ServedData, sample_done
 from .db import ROLES, STEP_KEY, STEP_VALUES, CotRef, User
 from .limits import MAX_UPLOAD_BYTES
-from .routes import CurrentUser, _data, _db, _render, check_csrf, sample_path
+from .routes import CurrentUser, annotation_db, check_csrf, render, sample_path, served_data
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def _message(request: Request, user: User, msg: str) -> dict[str, str]:
 @admin.get("/agreement")
 def agreement_page(request: Request, user: CurrentUser) -> Response:
     auth.require_admin(user)
-    data, db = _data(request), _db(request)
+    data, db = served_data(request), annotation_db(request)
     served = set(data.index)
     rows = [r for r in db.annotations() if (r.ref.dataset, r.ref.split, r.ref.sample_id) in served]
     progress = agreement_mod.progress(rows, data.total_cots, len(data.items))
@@ -73,7 +73,7 @@ def agreement_page(request: Request, user: CurrentUser) -> Response:
     progress += [{"annotator": name, "annotations": 0, "cots": 0, "samples": 0, "total_cots": data.total_cots,
                   "total_samples": len(data.items)} for name in queues if name not in started]
     progress.sort(key=lambda p: p["annotator"])
-    return _render(request, "agreement.html", user, results=agreement_mod.agreement(rows, request.app.state.settings.labels),
+    return render(request, "agreement.html", user, results=agreement_mod.agreement(rows, request.app.state.settings.labels),
                    progress=progress, queues=queues)
 
 
@@ -91,7 +91,7 @@ def _step_text(value: Any) -> str:
 def adjudicate_page(request: Request, user: CurrentUser, msg: str = "") -> Response:
     """Every CoT and label where annotators disagree, with a confusion matrix per label; set the final label."""
     auth.require_admin(user)
-    data, db = _data(request), _db(request)
+    data, db = served_data(request), annotation_db(request)
     served = set(data.index)
     rows = [r for r in db.annotations() if (r.ref.dataset, r.ref.split, r.ref.sample_id) in served]
     items, confusions = agreement_mod.disagreements(rows, request.app.state.settings.labels, db.adjudications())
@@ -106,7 +106,7 @@ def adjudicate_page(request: Request, user: CurrentUser, msg: str = "") -> Respo
             "raw": {a: json.dumps(v) for a, v in d.values.items()},
             "final": None if d.final is None else (_step_text(d.final) if d.key == STEP_KEY else ("yes" if d.final else "no")),
         })
-    return _render(request, "adjudicate.html", user, items=shown, total=len(items), confusions=confusions,
+    return render(request, "adjudicate.html", user, items=shown, total=len(items), confusions=confusions,
                    open=sum(1 for d in items if d.final is None), **_message(request, user, msg))
 
 
@@ -140,7 +140,7 @@ async def adjudicate_steps(request: Request, user: CurrentUser) -> Response:
     auth.require_admin(user)
     form = await request.form()
     field = {k: v for k, v in form.items() if isinstance(v, str)}
-    data = _data(request)
+    data = served_data(request)
     ref = data.cot_ref(field.get("dataset", ""), field.get("split", ""), field.get("sample_id", ""), field.get("cot_id", ""))
     from .similarity import sentences
 
@@ -155,7 +155,7 @@ async def adjudicate_steps(request: Request, user: CurrentUser) -> Response:
         if not 0 <= first < n:
             raise DataError(f"first_error {first} out of range: this CoT has {n} steps", field="first_error")
         labels[first] = -1
-    await run_in_threadpool(_db(request).adjudicate, ref, STEP_KEY, {"labels": labels, "first_error": first}, user.name)
+    await run_in_threadpool(annotation_db(request).adjudicate, ref, STEP_KEY, {"labels": labels, "first_error": first}, user.name)
     log.info("%s adjudicated the step labels of %s", user.name, ref)
     return _back(request, user, "/adjudicate", notice="final step labels saved")
 
@@ -169,7 +169,7 @@ def adjudicate(request: Request, user: CurrentUser, dataset: Annotated[str, Form
 
     (The default matters: FastAPI reads an empty form field as a missing one, so without it "" was a 422.)"""
     auth.require_admin(user)
-    data, db = _data(request), _db(request)
+    data, db = served_data(request), annotation_db(request)
     ref = data.cot_ref(dataset, split, sample_id, cot_id)
     labels = request.app.state.settings.labels
     if value == "":
@@ -200,7 +200,7 @@ def adjudicate(request: Request, user: CurrentUser, dataset: Annotated[str, Form
 @admin.get("/admin/users")
 def users_page(request: Request, user: CurrentUser, msg: str = "") -> Response:
     auth.require_admin(user)
-    return _render(request, "users.html", user, users=_db(request).users(), roles=ROLES, **_message(request, user, msg))
+    return render(request, "users.html", user, users=annotation_db(request).users(), roles=ROLES, **_message(request, user, msg))
 
 
 @admin.post("/admin/users")
@@ -209,7 +209,7 @@ def change_user(request: Request, user: CurrentUser, name: Annotated[str, Form(m
                 role: Annotated[str, Form(max_length=20)] = "") -> Response:
     """Change the role of, disable, enable or remove an account (never your own: that could lock out the last admin)."""
     auth.require_admin(user)
-    db = _db(request)
+    db = annotation_db(request)
     target = db.user(name)
     if target is None:
         return _back(request, user, "/admin/users", error=f"no user named {name!r}")
@@ -232,9 +232,9 @@ def change_user(request: Request, user: CurrentUser, name: Annotated[str, Form(m
 @admin.get("/admin/data")
 def data_page(request: Request, user: CurrentUser, msg: str = "", token: str = "") -> Response:
     auth.require_admin(user)
-    data, db = _data(request), _db(request)
+    data, db = served_data(request), annotation_db(request)
     files = [{"index": i, "name": name, "samples": sum(1 for _ in c.samples())} for i, (name, c) in enumerate(data.sources)]
-    return _render(request, "data.html", user, files=files, blind_db=bool(db.setting("blind", False)),
+    return render(request, "data.html", user, files=files, blind_db=bool(db.setting("blind", False)),
                    blind_server=request.app.state.settings.blind, tokens=db.tokens(), **_message(request, user, msg),
                    new_token=request.app.state.new_tokens.pop(token, None) if token else None)
 
@@ -352,7 +352,7 @@ async def upload(request: Request, user: CurrentUser, file: UploadFile) -> Respo
         try:
             name = _upload_name(file.filename or "")
             done: Uploaded = await _off_loop(request.app.state.stopping, store_upload, file.file, name,
-                                             request.app.state.settings.upload_dir, _data(request),
+                                             request.app.state.settings.upload_dir, served_data(request),
                                              request.app.state.stopping)
         except DataError as e:
             log.warning("%s: upload refused: %s", user.name, e)
@@ -370,7 +370,7 @@ async def upload(request: Request, user: CurrentUser, file: UploadFile) -> Respo
 @admin.post("/admin/blind")
 def set_blind(request: Request, user: CurrentUser, on: Annotated[bool, Form()]) -> Response:
     auth.require_admin(user)
-    _db(request).set_setting("blind", on)
+    annotation_db(request).set_setting("blind", on)
     return _back(request, user, "/admin/data", notice="blind review " + ("on" if on else "off"))
 
 
@@ -387,6 +387,6 @@ def create_token(request: Request, user: CurrentUser, label: Annotated[str, Form
 @admin.post("/admin/tokens/revoke")
 def revoke_token(request: Request, user: CurrentUser, token_id: Annotated[int, Form()]) -> Response:
     auth.require_admin(user)
-    _db(request).revoke_token(token_id)
+    annotation_db(request).revoke_token(token_id)
     return _back(request, user, "/admin/data", notice=f"token {token_id} revoked")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,28 +17,16 @@ from pathlib import Path
 from ..collection import Collection
 from ..errors import ThoughtSourceError
 from ..io import atomic_write
-from ..schema import Annotation, GeneratedCot, Sample
+from ..schema import Annotation, GeneratedCot, Sample, model_name
 from .db import STEP_KEY, AnnotationRow, CotRef
 from .similarity import sentences
 
 log = logging.getLogger(__name__)
 
-_MODEL_NAME = re.compile(r"""['"]name['"]\s*:\s*['"]([^'"]{1,200})['"]""")
 
 
 class NotFound(ThoughtSourceError, LookupError):
     """A dataset, split, sample or CoT that is not in the served data (HTTP 404)."""
-
-
-def model_name(cot: GeneratedCot) -> str:
-    """The model's name: ``model["name"]``, or the ``'name': '…'`` inside the string the original tools stored."""
-    m = cot.model
-    if isinstance(m, dict):
-        return str(m.get("name") or "")
-    if isinstance(m, str):
-        found = _MODEL_NAME.search(m)
-        return found.group(1) if found else m[:200]
-    return ""
 
 
 def cot_id(cot: GeneratedCot, index: int) -> str:

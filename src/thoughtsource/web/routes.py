@@ -21,9 +21,10 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import io
 from ..errors import DataError, StoreError
+from ..schema import model_name
 from . import agreement as agreement_mod
 from . import auth
-from .data import Filters, Item, NotFound, ServedData, cot_correct, cot_id, model_name, sample_done, write_csv
+from .data import Filters, Item, NotFound, ServedData, cot_correct, cot_id, sample_done, write_csv
 from .db import STEP_KEY, AnnotationDB, CotRef, User
 from .similarity import pairwise, segments
 
@@ -85,15 +86,15 @@ pages = APIRouter(dependencies=[Depends(check_csrf)])
 api = APIRouter(prefix="/api", dependencies=[Depends(check_csrf)])
 
 
-def _db(request: Request) -> AnnotationDB:
+def annotation_db(request: Request) -> AnnotationDB:
     return request.app.state.db
 
 
-def _data(request: Request) -> ServedData:
+def served_data(request: Request) -> ServedData:
     return request.app.state.data
 
 
-def _render(request: Request, name: str, user: User | None, **ctx: Any) -> Response:
+def render(request: Request, name: str, user: User | None, **ctx: Any) -> Response:
     ctx.setdefault("csrf", getattr(request.state, "csrf", ""))
     ctx.setdefault("blind", blind(request, user) if user else False)
     return request.app.state.templates.TemplateResponse(request, name, {"user": user, **ctx})
@@ -122,7 +123,7 @@ def index() -> Response:
 @pages.get("/login")
 def login_form(request: Request, next: str = "") -> Response:
     cookie, token = request.app.state.sessions.login_nonce()
-    response = _render(request, "login.html", None, csrf=token, next=_safe_next(next), error="")
+    response = render(request, "login.html", None, csrf=token, next=_safe_next(next), error="")
     _set_cookie(request, response, auth.LOGIN_COOKIE, cookie, max_age=3600)
     return response
 
@@ -139,7 +140,7 @@ async def login(request: Request, name: Annotated[str, Form(max_length=200)], pa
     except auth.TooManyAttempts as e:
         return _login_failed(request, next, str(e), 429)
     try:
-        user = await auth.authenticate_async(_db(request), name, password, client)
+        user = await auth.authenticate_async(annotation_db(request), name, password, client)
     except auth.NotAuthenticated as e:
         throttle.failed(ticket)
         log.warning("failed login for user name %r from %s", name[:100], client)
@@ -159,7 +160,7 @@ async def login(request: Request, name: Annotated[str, Form(max_length=200)], pa
 
 def _login_failed(request: Request, next: str, error: str, status: int) -> Response:
     cookie, token = request.app.state.sessions.login_nonce()
-    response = _render(request, "login.html", None, csrf=token, next=_safe_next(next), error=error)
+    response = render(request, "login.html", None, csrf=token, next=_safe_next(next), error=error)
     response.status_code = status
     _set_cookie(request, response, auth.LOGIN_COOKIE, cookie, max_age=3600)
     return response
@@ -184,7 +185,7 @@ def blind(request: Request, user: User) -> bool:
     """Blind review (``serve --blind`` or the admin's switch): model, trigger and correctness are hidden from the
     pages of annotators and viewers, and each sees a sample's CoTs in their own shuffled order.  Admins see all.
     Exports (which name the models) are refused to annotators only: viewers and API tokens observe, never label."""
-    return not user.is_admin and (request.app.state.settings.blind or bool(_db(request).setting("blind", False)))
+    return not user.is_admin and (request.app.state.settings.blind or bool(annotation_db(request).setting("blind", False)))
 
 
 def _own_cots(db: AnnotationDB, user: User) -> set[CotRef]:
@@ -193,8 +194,8 @@ def _own_cots(db: AnnotationDB, user: User) -> set[CotRef]:
 
 def queue(request: Request, user: User) -> tuple[list[Item], bool]:
     """The user's work queue: their assigned samples in order, or every served sample when none are assigned."""
-    data = _data(request)
-    assigned = _db(request).assigned(user.name).get(user.name)
+    data = served_data(request)
+    assigned = annotation_db(request).assigned(user.name).get(user.name)
     if assigned is None:
         return data.items, False
     return [it for key in assigned if (it := data.index.get(key)) is not None], True
@@ -204,7 +205,7 @@ def queue(request: Request, user: User) -> tuple[list[Item], bool]:
 @pages.get("/samples")
 def samples(request: Request, user: CurrentUser, f: Annotated[Filters, Depends(_filters)],
             page: Annotated[int, Query(ge=1, le=100_000)] = 1, notice: str = "") -> Response:
-    data, db = _data(request), _db(request)
+    data, db = served_data(request), annotation_db(request)
     is_blind = blind(request, user)
     if is_blind:  # no filtering by what blind review hides
         f.model = f.trigger = f.correct = ""
@@ -233,7 +234,7 @@ def samples(request: Request, user: CurrentUser, f: Annotated[Filters, Depends(_
     done = {r.ref for r in own_rows}
     q, assigned = queue(request, user)
     query = f.query()
-    return _render(
+    return render(
         request, "list.html", user, rows=rows, f=f, facets=data.facets, total=len(items), page=page, pages=pages_n,
         page_href=lambda p: "/samples?" + urlencode({**query, "page": p}), blind=is_blind,
         progress=prog[0] if prog else {"cots": 0, "samples": 0, "annotations": 0, "total_cots": data.total_cots,
@@ -256,7 +257,7 @@ def _sample_href(it: Item, f: Filters) -> str:
 def next_for_me(request: Request, user: CurrentUser) -> Response:
     """The first sample of the user's queue that they have not finished (every CoT annotated)."""
     q, _ = queue(request, user)
-    done = _own_cots(_db(request), user)
+    done = _own_cots(annotation_db(request), user)
     for it in q:
         if not sample_done(it, done):
             return RedirectResponse(sample_path(it) + "?from=queue", status_code=303)
@@ -300,7 +301,7 @@ def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Fil
 
     The path is ``dataset/split/sample id``; names containing "/" are resolved against the served data.
     """
-    data, db = _data(request), _db(request)
+    data, db = served_data(request), annotation_db(request)
     it = data.resolve(path)
     dataset, split = it.dataset, it.split
     x = it.sample
@@ -367,7 +368,7 @@ def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Fil
     }
     letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
     choices = [{"letter": letters[i] if i < 26 else str(i + 1), "text": ch, "gold": ch in x.answer} for i, ch in enumerate(x.choices)]
-    return _render(
+    return render(
         request, "sample.html", user, it=it, x=x, cots=cots, choices=choices, labels=settings.labels, page_data=page_data,
         position=(pos + 1) if pos is not None else None, total=len(items), blind=is_blind,
         back="/samples" + ("?" + urlencode(f.query()) if f.query() else ""),
@@ -384,7 +385,7 @@ def export(request: Request, user: CurrentUser, format: ExportFormat = "thoughts
     """Download the served data with annotations: admins and viewers everyone's (with adjudicated labels),
     annotators only their own (other authors' annotations already in the files left out).  ``file``: only
     the samples of that input file.  Works with a read-only API token (``Authorization: Bearer``)."""
-    data, db = _data(request), _db(request)
+    data, db = served_data(request), annotation_db(request)
     if blind(request, user) and user.role == "annotator":
         raise auth.Forbidden("exports name the models, so they are off for annotators during blind review")
     if file is not None and file >= len(data.sources):
@@ -431,7 +432,7 @@ class AnnotationIn(CotIn):
 @api.put("/annotation")
 def put_annotation(request: Request, body: AnnotationIn, user: CurrentUser) -> dict[str, Any]:
     auth.require_writer(user)
-    data, db = _data(request), _db(request)
+    data, db = served_data(request), annotation_db(request)
     ref = data.cot_ref(body.dataset, body.split, body.sample_id, body.cot_id)
     labels = request.app.state.settings.labels
     key, value = body.key, body.value
@@ -472,7 +473,7 @@ def put_step(request: Request, body: StepIn, user: CurrentUser) -> dict[str, Any
     from .similarity import sentences
 
     auth.require_writer(user)
-    data, db = _data(request), _db(request)
+    data, db = served_data(request), annotation_db(request)
     ref = data.cot_ref(body.dataset, body.split, body.sample_id, body.cot_id)
     n_steps = len(sentences(data.cot(ref).cot or ""))
     if body.step >= n_steps:
@@ -494,7 +495,7 @@ def put_step(request: Request, body: StepIn, user: CurrentUser) -> dict[str, Any
 @api.get("/annotations")
 def get_annotations(request: Request, user: CurrentUser, dataset: str | None = None, split: str | None = None,
                     sample_id: str | None = None, annotator: str | None = None) -> dict[str, Any]:
-    rows = _db(request).annotations(dataset=dataset, split=split, sample_id=sample_id,
+    rows = annotation_db(request).annotations(dataset=dataset, split=split, sample_id=sample_id,
                                     annotator=auth.visible_annotator(user, annotator))
     return {"annotations": [r.to_dict() for r in rows]}
 
@@ -502,7 +503,7 @@ def get_annotations(request: Request, user: CurrentUser, dataset: str | None = N
 @api.delete("/annotations/{annotation_id}")
 def delete_annotation(request: Request, annotation_id: int, user: CurrentUser) -> dict[str, Any]:
     auth.require_writer(user)
-    db = _db(request)
+    db = annotation_db(request)
     row = db.get(annotation_id)
     if row is None or (row.annotator != user.name and not user.is_admin):
         raise NotFound("no such annotation")  # do not reveal other annotators' row ids
@@ -515,7 +516,7 @@ def delete_annotation(request: Request, annotation_id: int, user: CurrentUser) -
 def similarity(request: Request, path: str, user: CurrentUser) -> dict[str, Any]:
     """The sample's sentence similarities, CoTs numbered as the user's sample page shows them: during blind review
     in the user's shuffled order (the file order groups CoTs by model, so it would name the models)."""
-    it = _data(request).resolve(path)
+    it = served_data(request).resolve(path)
     sim = _similarity(request, it)
     if blind(request, user):
         sim = _renumber(sim, {i: shown for shown, i in enumerate(blind_order(user, it))})

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from thoughtsource import stats
 from thoughtsource.cli import app
 from thoughtsource.collection import Collection
 from thoughtsource.errors import ConfigError
+from thoughtsource.reporting import stats
 from thoughtsource.schema import Sample
 
 WORD = re.compile(r"\w+(?:['’]\w+)*")  # the documented word tokenizer, written out independently
@@ -203,7 +203,7 @@ def _labels_collide(fig, axis) -> bool:
 
 @pytest.mark.slow
 def test_plots_have_legible_non_overlapping_labels(examples_dir: Path, tmp_path: Path):
-    from thoughtsource import stats_plots
+    from thoughtsource.reporting import stats_plots
 
     c = Collection.load(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json")
     for f in ("annotated/annotated_set.json", "annotated/medical_incorrect_1.json", "annotated/annotated_ob_davinci.json"):
@@ -303,7 +303,7 @@ def test_cli_keeps_hand_written_notes(examples_dir: Path, tmp_path: Path):
 
 
 def test_empty_and_tiny_collections(tmp_path: Path):
-    from thoughtsource import stats_plots
+    from thoughtsource.reporting import stats_plots
 
     empty = stats.compute_stats(Collection(), progress=False)
     assert empty.counts.empty and empty.length_summary.empty and "median" in empty.length_summary.columns

@@ -12,7 +12,7 @@ from thoughtsource.backends import get_backend
 from thoughtsource.cli import app
 from thoughtsource.collection import Collection
 from thoughtsource.errors import ConfigError
-from thoughtsource.generate import GenerateConfig, generate
+from thoughtsource.generation import GenerateConfig, generate
 from thoughtsource.prompts.build import draw_exemplars
 from thoughtsource.store import CompletionStore
 from thoughtsource.testing.fault_server import run_fault_server
@@ -39,7 +39,7 @@ def worldtree(examples_dir: Path) -> Collection:
 
 
 def test_figure_3_config_is_accepted(caplog: pytest.LogCaptureFixture):
-    with caplog.at_level(logging.INFO, logger="thoughtsource.generate"):
+    with caplog.at_level(logging.INFO, logger="thoughtsource.generation"):
         cfg = GenerateConfig.parse(FIGURE_3)
     assert (cfg.backend, cfg.model, cfg.max_tokens, cfg.author) == ("openai", "text-davinci-002", 512, "your_name")
     assert cfg.instruction_keys == ["qa-01"] and cfg.answer_extraction_keys == ["kojima-A-D"]

@@ -21,30 +21,31 @@ objects with stable ids, so they are evaluated, viewed, merged and exported like
   :func:`reflection_changes` tells which answers reflection flipped (wrong → right, right → wrong).
 
 Provenance of everything a chain attaches: ``model`` = {name, temperature, max_tokens, "chain": chain name,
-"step templates"...}; ``author``, ``api_service``, ``date`` as for :func:`~thoughtsource.generate.generate`.
+"step templates"...}; ``author``, ``api_service``, ``date`` as for :func:`~thoughtsource.generation.generate`.
+Every step's requests go through the one store-first :class:`~thoughtsource.generation.runner.Runner`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .backends.base import Backend, Request
-from .errors import ConfigError
-from .prompts import AUTO, Fragments, load_fragments
-from .prompts.build import chat_messages, resolve_extraction
-from .prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, format_choices, render, template_problems
-from .schema import Answer, GeneratedCot, Sample
-from .store import CompletionStore, StoredCompletion, completion_key
+from ..backends.base import Backend
+from ..errors import ConfigError
+from ..prompts import AUTO, Fragments, load_fragments
+from ..prompts.build import resolve_extraction
+from ..prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, format_choices, render, template_problems
+from ..schema import Answer, GeneratedCot, Sample
+from ..store import CompletionStore, StoredCompletion
+from .attach import stable_id
+from .config import GenerateConfig, make_backend
+from .plan import chain_request
+from .runner import Runner, run_coroutine
 
 if TYPE_CHECKING:
-    from .collection import Collection
-    from .generate import GenerateConfig
+    from ..collection import Collection
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +57,6 @@ REFLECT_TEMPLATE = (
 REFLECT_ANSWER_TEMPLATE = REFLECT_TEMPLATE + "{reflection}\n{answer_extraction}"
 CHAIN_VARIABLES = ("instruction", "question", "answer_choices", "cot_trigger", "cot", "answer_extraction", "context",
                    "answer", "reflection", "reflection_instruction")
-
-
-def in_idx_range(collection: Collection, idx_range: tuple[int, int] | None) -> Collection:
-    """The samples whose index in their split is in ``[a, b)`` (the published ``idx_range``); the same objects,
-    so what is attached to them shows in ``collection``.  ``None``: the collection itself."""
-    if idx_range is None:
-        return collection
-    from .collection import Collection
-
-    a, b = idx_range
-    return Collection(data={d: {s: xs[a:b] for s, xs in splits.items()} for d, splits in collection.data.items()})
 
 
 @dataclass(frozen=True)
@@ -86,7 +76,7 @@ class Target:
     reflections: bool = False
 
     def matches(self, cot: GeneratedCot) -> bool:
-        from .evaluate import model_name
+        from ..schema import model_name
 
         if not self.reflections and isinstance(cot.model, dict) and cot.model.get("chain") == "self_reflect":
             return False
@@ -127,42 +117,6 @@ class _Unit:
     texts: dict[str, str] = field(default_factory=dict)  # step output -> its rendered prompt
 
 
-def _stable_id(*parts: str) -> str:
-    return str(uuid.UUID(hex=hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]))
-
-
-class _Runner:
-    """Store-first completion of one step's requests, ``concurrency`` calls at a time."""
-
-    def __init__(self, backend: Backend, store: CompletionStore, cfg: GenerateConfig, report: ChainReport) -> None:
-        self.backend, self.store, self.cfg, self.report = backend, store, cfg, report
-        self.identity = backend.cache_identity()
-
-    def request(self, text: str, max_tokens: int, sampled: bool) -> Request:
-        cfg = self.cfg
-        return Request(prompt="" if cfg.chat else text, messages=chat_messages(text) if cfg.chat else None,
-                       max_tokens=max_tokens, temperature=cfg.temperature if sampled else 0.0,
-                       top_p=cfg.top_p if sampled else 1.0, stop=tuple(cfg.stop) if sampled else (),
-                       seed=cfg.seed if sampled and cfg.temperature > 0 else None)
-
-    async def complete(self, requests: Sequence[Request]) -> list[StoredCompletion]:
-        keys = [completion_key(self.identity, r) for r in requests]
-        rows = self.store.get_many(keys)
-        self.report.requests += len(keys)
-        self.report.cached += sum(k in rows for k in keys)
-        todo = {k: r for k, r in zip(keys, requests, strict=True) if k not in rows}
-        gate = asyncio.Semaphore(self.cfg.concurrency)
-
-        async def one(key: str, request: Request) -> None:
-            async with gate:
-                completion = (await self.backend.complete([request]))[0]
-            rows[key] = self.store.put(key, self.backend.name, self.identity, request, completion)  # committed first
-            self.report.called += 1
-
-        await asyncio.gather(*(one(k, r) for k, r in todo.items()))
-        return [rows[k] for k in keys]
-
-
 def _values(sample: Sample, fragments: Fragments, instruction: str | None, trigger: str | None) -> dict[str, str]:
     return {
         "instruction": fragments.instruction(instruction),
@@ -188,8 +142,6 @@ def _run_chain(
     store: CompletionStore | str | None,
     overrides: dict[str, Any],
 ) -> ChainReport:
-    from .generate import GenerateConfig, _run_coroutine, make_backend
-
     cfg = GenerateConfig.parse(config, **overrides)
     problems = [f"{out}: {p}" for out, tpl, _ in steps for p in template_problems(tpl, CHAIN_VARIABLES)]
     if problems:
@@ -200,7 +152,8 @@ def _run_chain(
     be = backend or make_backend(cfg)
     st = store if isinstance(store, CompletionStore) else CompletionStore(store if store is not None else cfg.db)
     try:
-        runner = _Runner(be, st, cfg, report)
+        # chains store what the backend returns, empty completions included, one request per backend call
+        runner = Runner(be, st, concurrency=cfg.concurrency, allow_empty=True)
 
         async def main() -> None:
             try:
@@ -212,14 +165,17 @@ def _run_chain(
                         u.texts[output] = render(template, values)
                         texts.append(u.texts[output])
                     tokens = cfg.max_tokens if sampled else cfg.answer_max_tokens
-                    rows = await runner.complete([runner.request(t, tokens, sampled) for t in texts])
-                    for u, row in zip(units, rows, strict=True):
+                    rows = await runner.complete([chain_request(cfg, t, max_tokens=tokens, sampled=sampled) for t in texts])
+                    report.requests += len(rows)
+                    report.cached += sum(cached for _, cached in rows)
+                    for u, (row, _) in zip(units, rows, strict=True):
                         u.outputs[output] = row
             finally:
                 if backend is None:
                     await be.aclose()
 
-        _run_coroutine(main)
+        run_coroutine(main)
+        report.called = runner.called
         api_service = cfg.api_service or be.name
         model_name = cfg.model if backend is None else str(runner.identity.get("model") or cfg.model)
         report.attached_cots, report.attached_answers = attach(units, fragments, api_service, model_name)
@@ -255,8 +211,6 @@ def self_generate_extract(
     store: CompletionStore | str | None = None, **overrides: Any,
 ) -> ChainReport:
     """For every sample × instruction × trigger of the config: a CoT and (``extract``) its answer, one chain each."""
-    from .generate import GenerateConfig
-
     cfg = GenerateConfig.parse(config, **overrides)
     chain = "self_generate_extract" if extract else "self_generate"
     steps = [("cot", cot_template, True)] + ([("answer", answer_template, False)] if extract else [])
@@ -264,7 +218,7 @@ def self_generate_extract(
 
     def make_units(fragments: Fragments) -> tuple[list[_Unit], list[str]]:
         units = []
-        for d, s, sample in in_idx_range(collection, cfg.idx_range).samples():
+        for d, s, sample in collection.in_idx_range(cfg.idx_range).samples():
             for instruction in cfg.instruction_keys:
                 for trigger in cfg.cot_trigger_keys:
                     ex = resolve_extraction(cfg.answer_extraction_keys[0], sample, fragments)
@@ -275,7 +229,7 @@ def self_generate_extract(
     def attach(units: list[_Unit], fragments: Fragments, api_service: str, model_name: str) -> tuple[int, int]:
         cots = answers = 0
         for u in units:
-            cot_id = _stable_id(chain, u.outputs["cot"].key, f"{u.dataset}/{u.split}/{u.sample.id}")
+            cot_id = stable_id(chain, u.outputs["cot"].key, f"{u.dataset}/{u.split}/{u.sample.id}")
             if any(c.id == cot_id for c in u.sample.generated_cot):
                 continue
             cot = _new_cot(u, cfg, fragments, cot_id=cot_id, instruction=u.values["_instruction"] or None,
@@ -283,7 +237,7 @@ def self_generate_extract(
                            api_service=api_service, model=_model_info(cfg, chain, templates, name=model_name), comment=chain)
             if extract:
                 row = u.outputs["answer"]
-                cot.answers.append(Answer(id=_stable_id(row.key, cot_id), answer_extraction=u.extraction,
+                cot.answers.append(Answer(id=stable_id(row.key, cot_id), answer_extraction=u.extraction,
                                           answer_extraction_template=answer_template, answer_extraction_text=u.texts["answer"],
                                           answer=row.text.strip(), correct_answer=None))
                 answers += 1
@@ -306,8 +260,6 @@ def self_extract(
 ) -> ChainReport:
     """An answer (the config's first answer-extraction key; ``auto`` per sample) for every CoT ``target`` selects,
     appended to that CoT."""
-    from .generate import GenerateConfig
-
     cfg = GenerateConfig.parse(config, **overrides)
 
     def make_units(fragments: Fragments) -> tuple[list[_Unit], list[str]]:
@@ -322,7 +274,7 @@ def self_extract(
         for u in units:
             assert u.target is not None
             row = u.outputs["answer"]
-            answer_id = _stable_id("self_extract", row.key, str(u.target.id))
+            answer_id = stable_id("self_extract", row.key, str(u.target.id))
             if any(a.id == answer_id for a in u.target.answers):
                 continue
             u.target.answers.append(Answer(id=answer_id, answer_extraction=u.extraction, answer_extraction_template=answer_template,
@@ -344,8 +296,6 @@ def self_reflect(
 ) -> ChainReport:
     """Self-reflection on every CoT ``target`` selects that has an answer: a critique, then a revised answer,
     attached as a new CoT (see the module docstring)."""
-    from .generate import GenerateConfig
-
     cfg = GenerateConfig.parse(config, **overrides)
     chain = "self_reflect"
     wanted = Target(**{**target.__dict__, "with_answer": True})
@@ -369,7 +319,7 @@ def self_reflect(
         cots = 0
         for u in units:
             assert u.target is not None and u.target_answer is not None
-            cot_id = _stable_id(chain, u.outputs["reflection"].key, str(u.target.id))
+            cot_id = stable_id(chain, u.outputs["reflection"].key, str(u.target.id))
             if any(c.id == cot_id for c in u.sample.generated_cot):
                 continue
             model = _model_info(cfg, chain, templates, name=model_name, reflects_on=u.target.id, answer_before=u.target_answer.id,
@@ -378,7 +328,7 @@ def self_reflect(
                            template=reflect_template, text_key="reflection", output="reflection", api_service=api_service,
                            model=model, comment=f"self-reflection on CoT {u.target.id}")
             row = u.outputs["answer"]
-            cot.answers.append(Answer(id=_stable_id(row.key, cot_id), answer_extraction=u.extraction,
+            cot.answers.append(Answer(id=stable_id(row.key, cot_id), answer_extraction=u.extraction,
                                       answer_extraction_template=answer_template, answer_extraction_text=u.texts["answer"],
                                       answer=row.text.strip(), correct_answer=None))
             u.sample.generated_cot.append(cot)
@@ -403,7 +353,7 @@ class ReflectionChange:
 
 def reflection_changes(collection: Collection, mode: str = "strict") -> list[ReflectionChange]:
     """For every self-reflection: the answer before and after, each scored (strict or flexible extraction)."""
-    from .extract import extract, gold_value, is_correct
+    from ..extract import extract, gold_value, is_correct
 
     out = []
     for d, s, sample in collection.samples():

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from thoughtsource import Collection
 from thoughtsource.cli import app
 from thoughtsource.errors import DataError
-from thoughtsource.utilities import (
+from thoughtsource.reporting.runs import (
     accuracy_pivot,
     best_cells,
     compare_runs,
@@ -135,7 +135,7 @@ def test_best_cells_and_highlight() -> None:
 def test_best_on_a_real_evaluation(runs: Path) -> None:
     from thoughtsource.evaluate import evaluate_frame
 
-    acc = evaluate_frame(runs / GPT35, modes=("strict",)).accuracy
+    acc = evaluate_frame(Collection.load(runs / GPT35), modes=("strict",)).accuracy
     pivot = accuracy_pivot(acc)
     assert list(pivot.index) == sorted(acc["dataset"].unique()) and pivot.shape[1] == 3
     for row, col in best_cells(pivot):

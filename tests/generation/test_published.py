@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from thoughtsource import Collection
-from thoughtsource.config import API_SERVICES, PUBLISHED_DEFAULTS, published_to_ours, service_for
 from thoughtsource.errors import ConfigError
-from thoughtsource.generate import GenerateConfig, generate
+from thoughtsource.generation import GenerateConfig, generate
+from thoughtsource.generation.published import API_SERVICES, PUBLISHED_DEFAULTS, published_to_ours, service_for
 from thoughtsource.prompts import load_fragments
 from thoughtsource.prompts.build import answer_prompt, cot_prompt
 from thoughtsource.prompts.templates import VARIABLES, Templates

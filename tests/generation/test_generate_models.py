@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from thoughtsource.collection import Collection
-from thoughtsource.generate import generate
+from thoughtsource.generation import generate
 from thoughtsource.store import CompletionStore
 
 pytest.importorskip("transformers")

@@ -1,7 +1,7 @@
 """``results.json``: one machine-readable record of an evaluation, in lm-evaluation-harness's shape.
 
 lm-eval writes a JSON file that its own ``lm_eval.utils.make_table`` renders; ours has the same
-top-level keys, so lm-eval's tooling reads it (``tests/test_results_lm_eval.py`` renders ours with it):
+top-level keys, so lm-eval's tooling reads it (``tests/reporting/test_results.py`` renders ours with it):
 
 ``results``
     ``{task: {"alias", "acc,none", "acc_stderr,none", "acc,maj@k", "acc_stderr,maj@k"}}``: one task per
@@ -44,13 +44,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .io import json_safe, write_json
+from ..io import json_safe, write_json
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .collection import Collection
-    from .evaluate import Evaluation
+    from ..collection import Collection
+    from ..evaluate import Evaluation
 
 SCHEMA = "thoughtsource/evaluate-results/v2"
 #: lm-eval's per-task version: the scoring rules of :mod:`thoughtsource.evaluate` (2: scored per question).
@@ -103,7 +103,7 @@ def file_info(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def model_records(collection: Collection) -> list[dict[str, Any]]:
     """The models behind the collection's generated CoTs: name, parameters, API service, fragments, CoT count."""
-    from .evaluate import model_name
+    from ..schema import model_name
 
     found: dict[tuple[str, str, str], dict[str, Any]] = {}
     for _, _, sample in collection.samples():

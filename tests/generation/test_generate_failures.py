@@ -20,11 +20,11 @@ import pytest
 
 from thoughtsource.backends import Request, get_backend
 from thoughtsource.collection import Collection
-from thoughtsource.generate import generate
+from thoughtsource.generation import generate
 from thoughtsource.store import CompletionStore
 from thoughtsource.testing.fault_server import run_fault_server
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 FAST = '{"backoff_base_s": 0.01, "backoff_max_s": 0.05, "max_attempts": 3}'
 CONFIG = {"cot_trigger_keys": ["kojima-01"], "answer_extraction_keys": ["kojima-A-D"], "backend": "openai", "model": "fault-echo",

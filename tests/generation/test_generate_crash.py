@@ -17,7 +17,7 @@ import pytest
 
 from thoughtsource.testing.fault_server import run_fault_server
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 N_SAMPLES = 30  # x 2 triggers = 60 CoTs + 60 answers = 120 completions
 
 

@@ -1,4 +1,4 @@
-"""Figures for :mod:`thoughtsource.stats` (matplotlib, Agg backend); drawing only, no computation.
+"""Figures for :mod:`thoughtsource.reporting.stats` (matplotlib, Agg backend); drawing only, no computation.
 
 * :func:`plot_lengths`: token-length distributions per dataset, one panel per field (the paper's Figure 1);
 * :func:`plot_overlap`: dataset × dataset n-gram overlap heatmaps, questions and reference CoTs (Figure 2);
@@ -33,7 +33,7 @@ _RC = {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.label
 
 
 def _pyplot() -> Any:
-    from .errors import require
+    from ..errors import require
 
     require("matplotlib", extra="plots", purpose="plotting")
     import matplotlib
@@ -46,7 +46,7 @@ def _pyplot() -> Any:
 
 def save_figure(fig: Figure, path: str | Path, formats: Sequence[str] = ("png",), dpi: int = 100) -> list[Path]:
     """Write ``path`` with each suffix in ``formats`` (atomically) and close the figure."""
-    from .io import atomic_write
+    from ..io import atomic_write
 
     plt = _pyplot()
     written = []

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import DataError
-from .prompts import load_fragments
-from .prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, VARIABLES, Templates, template_problems
+from ..errors import DataError
+from ..prompts import load_fragments
+from ..prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, VARIABLES, Templates, template_problems
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .collection import Collection
+    from ..collection import Collection
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ COMBINATION_KEY = ["instruction", "cot_trigger", "answer_extraction"]
 
 
 def _collection(obj: Any) -> Collection:
-    from .collection import Collection
+    from ..collection import Collection
 
     return obj if isinstance(obj, Collection) else Collection.load(obj)
 
@@ -108,7 +108,7 @@ def compare_runs(
     ``{"instruction": "refl-01"}`` for self-reflection) the selected answers are paired by sample only, so
     two prompts of one file can be compared.  The first CoT's answer of each pair key is used.
     """
-    from .evaluate import evaluate_frame
+    from ..evaluate import evaluate_frame
 
     frames = []
     for run in (a, b):
@@ -147,7 +147,7 @@ class FolderMerge:
 def merge_folder(folder: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], pattern: str = "*.json") -> FolderMerge:
     """Every file of a folder (or of several files and folders) merged into one collection (same sample: CoTs
     combined; conflicts listed, never overwritten)."""
-    from .collection import Collection
+    from ..collection import Collection
 
     files = _files(folder, pattern)
     merged = Collection(data={})
@@ -161,7 +161,7 @@ def evaluate_folder(folder: str | os.PathLike[str] | Sequence[str | os.PathLike[
     """The accuracy table of every file of a folder (or of several files and folders), one block per file (column ``file``)."""
     import pandas as pd
 
-    from .evaluate import evaluate_frame
+    from ..evaluate import evaluate_frame
 
     tables = []
     for path in _files(folder, pattern):
@@ -220,7 +220,7 @@ def export_prompts(collection: Any, out: str | os.PathLike[str], **kwargs: Any) 
     ``{dataset, split, sample_id, cot_id, answer_id, stage, prompt}``.  Returns the number of lines."""
     import json
 
-    from .io import atomic_write
+    from ..io import atomic_write
 
     c = _collection(collection)
     full_text_prompts(c, **kwargs)
@@ -245,7 +245,7 @@ def length_outliers(collection: Any, *, which: Literal["generated", "reference"]
     CoTs model + instruction + trigger): truncated, empty or run-away generations.  Sorted by how far out."""
     import pandas as pd
 
-    from .evaluate import model_name
+    from ..schema import model_name
 
     rows = []
     for d, s, sample in _collection(collection).samples():

@@ -17,7 +17,7 @@ Figure 2 (n-gram overlap), computed offline and fast:
   polynomially), kept as sorted unique numpy arrays; with a few million n-grams a collision is
   about as likely as 1 in 10^6, far below the two decimals reported.
 
-Library functions compute; :mod:`thoughtsource.stats_plots` draws; ``thoughtsource stats`` writes both.
+Library functions compute; :mod:`thoughtsource.reporting.stats_plots` draws; ``thoughtsource stats`` writes both.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError
-from .schema import ANSWER_TYPES
+from ..errors import ConfigError
+from ..schema import ANSWER_TYPES
 
 if TYPE_CHECKING:
-    from .collection import Collection
+    from ..collection import Collection
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class HFTokenizer:
     def __init__(self, path: str | None = None) -> None:
         from transformers import AutoTokenizer
 
-        from .embedded import embedded_model_dir
+        from ..embedded import embedded_model_dir
 
         self.path = path or str(embedded_model_dir())
         self.name = "embedded" if path is None else f"hf:{self.path}"
@@ -309,7 +309,7 @@ def compute_stats(
     progress: bool = True,
 ) -> StatsReport:
     """Counts, token lengths, vocabulary sizes and pairwise n-gram overlap of every dataset in ``collection``."""
-    from .console import progress as make_progress
+    from ..console import progress as make_progress
 
     tok = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
     if n < 1:

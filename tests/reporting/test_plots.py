@@ -9,7 +9,7 @@ import matplotlib.image as mpimg
 from thoughtsource.collection import Collection
 from thoughtsource.datasets.cot_logs import log_to_samples, read_kojima_log_file
 from thoughtsource.evaluate import evaluate_frame
-from thoughtsource.plots import plot_accuracy, plot_trigger_heatmap
+from thoughtsource.reporting.plots import plot_accuracy, plot_trigger_heatmap
 
 
 def test_plots_from_kojima_logs(shared_data: Path, tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def test_accuracy_plot_of_all_wrong_and_all_right_cells(tmp_path: Path) -> None:
 
 
 def test_plot_or_warn_turns_a_failure_into_a_warning(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
-    from thoughtsource.plots import plot_or_warn
+    from thoughtsource.reporting.plots import plot_or_warn
 
     (tmp_path / "acc.png").mkdir()  # a folder where the PNG goes: the plot cannot be written
     empty = evaluate_frame(Collection(data={"toy": {"test": []}})).accuracy
@@ -68,7 +68,7 @@ def test_plot_or_warn_turns_a_failure_into_a_warning(tmp_path: Path, caplog) -> 
 
 
 def test_trigger_heatmap_is_drawn_per_model(examples_dir: Path, tmp_path: Path) -> None:
-    from thoughtsource.plots import heatmap_cells
+    from thoughtsource.reporting.plots import heatmap_cells
 
     runs = examples_dir / "model_runs"
     both = Collection.load(runs / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json").merge(
@@ -87,7 +87,7 @@ def test_trigger_heatmap_is_drawn_per_model(examples_dir: Path, tmp_path: Path) 
 
 
 def test_plot_labels_name_their_fields() -> None:
-    from thoughtsource.plots import row_label
+    from thoughtsource.reporting.plots import row_label
 
     assert row_label({"model": "m", "cot_trigger": None}, ["model", "cot_trigger"]) == "model: m · trigger: none"
     assert row_label({"cot_trigger": "None"}, ["cot_trigger"]) == "trigger: none"

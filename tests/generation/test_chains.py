@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from thoughtsource import Collection
-from thoughtsource.chains import (
+from thoughtsource.errors import ConfigError
+from thoughtsource.generation import generate
+from thoughtsource.generation.chains import (
     REFLECT_TEMPLATE,
     Target,
     reflection_changes,
@@ -20,8 +22,6 @@ from thoughtsource.chains import (
     self_generate_extract,
     self_reflect,
 )
-from thoughtsource.errors import ConfigError
-from thoughtsource.generate import generate
 from thoughtsource.store import CompletionStore
 
 MOCK = {"backend": "mock", "backend_options": {"echo_choice": True}}

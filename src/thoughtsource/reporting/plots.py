@@ -24,7 +24,7 @@ __all__ = ["heatmap_cells", "plot_accuracy", "plot_or_warn", "plot_reasoning", "
 
 
 def _pyplot() -> Any:
-    from .errors import require
+    from ..errors import require
 
     require("matplotlib", extra="plots", purpose="plotting")
     import matplotlib
@@ -36,7 +36,7 @@ def _pyplot() -> Any:
 
 
 def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
-    from .io import atomic_write
+    from ..io import atomic_write
 
     out = Path(path)
     with atomic_write(out, "wb") as fh:
@@ -47,14 +47,14 @@ def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
 _FIELD_NAMES = {"cot_trigger": "trigger", "answer_extraction": "extraction"}
 
 
-def _value(value: Any) -> str:
+def shown_value(value: Any) -> str:
     """A cell value as shown: ``None`` (no trigger, no instruction) is ``none``."""
     return "none" if value is None or str(value) == "None" else str(value)
 
 
 def row_label(row: Any, varying: list[str]) -> str:
     """"model: m · trigger: none": every part names its field."""
-    parts = [f"{_FIELD_NAMES.get(c, c)}: {_value(row[c])}" for c in varying]
+    parts = [f"{_FIELD_NAMES.get(c, c)}: {shown_value(row[c])}" for c in varying]
     return " · ".join(parts) if parts else "all"
 
 
@@ -70,13 +70,13 @@ def plot_accuracy(
     plt = _pyplot()
     import numpy as np
 
-    from .evaluate import COMBINATION
+    from ..evaluate import COMBINATION
 
     frame = accuracy if mode is None else accuracy[accuracy["mode"] == mode]
     frame = frame.sort_values("accuracy", ascending=True, kind="stable").tail(max_rows)
     # Label rows by the columns that differ; the shared ones go into the title.
     varying = [c for c in COMBINATION if frame[c].nunique(dropna=False) > 1] if len(frame) else []
-    shared = [f"{_FIELD_NAMES.get(c, c)}: {_value(frame[c].iloc[0])}" for c in COMBINATION if c not in varying and len(frame)]
+    shared = [f"{_FIELD_NAMES.get(c, c)}: {shown_value(frame[c].iloc[0])}" for c in COMBINATION if c not in varying and len(frame)]
     labels = ["\n".join(textwrap.wrap(row_label(r, varying), 60)) for _, r in frame.iterrows()]
     height = max(2.5, 0.45 * len(frame) + 1.5)
     fig, ax = plt.subplots(figsize=(10, height))
@@ -153,7 +153,7 @@ def plot_trigger_heatmap(
             ax.set_xticks(range(len(datasets)))
             ax.set_xticklabels(datasets, rotation=30, ha="right", fontsize=9)
             ax.set_yticks(range(len(triggers)))
-            ax.set_yticklabels([f"trigger: {_value(t)}" for t in triggers], fontsize=9)
+            ax.set_yticklabels([f"trigger: {shown_value(t)}" for t in triggers], fontsize=9)
             ax.set_xlabel("dataset", fontsize=10)
             ax.set_title(f"model: {model}", fontsize=10)
             for i in range(len(triggers)):
@@ -225,7 +225,7 @@ def plot_or_warn(draw: Callable[..., Path], *args: Any, **kwargs: Any) -> Path |
 
     Plots come after the numbers: a command whose results are computed and written must not die on a plot.
     """
-    from .errors import MissingDependencyError
+    from ..errors import MissingDependencyError
 
     name = Path(args[1]).name if len(args) > 1 else getattr(draw, "__name__", "plot")
     try:
