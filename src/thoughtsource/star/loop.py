@@ -203,7 +203,7 @@ class StarRun:
                 rows.append({"id": p.id, "label": label, "votes": dict(votes), "gold": p.answer,
                              "label_correct": label is not None and self._same_answer(p, label)})
             write(path, {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3),
-                          "model": self.models.info(n - 1), "world_size": dist.world_size()})
+                         "model": self.models.info(n - 1), "world_size": dist.world_size()})
             self._step_done(n, "pseudo_labels")
         rows = read_json(path)["rows"]
         labels = {r["id"]: r["label"] for r in rows}
