@@ -28,13 +28,13 @@ README = REPO / "README.md"
 
 #: command prefix → why it is not run here
 SKIP: dict[str, str] = {
-    "make demo": "the whole demo; tests/test_demo.py runs it on 2 samples",
+    "make demo": "the whole demo; tests/cli/test_demo.py runs it on 2 samples",
     "make test": "the test suite itself",
     "pip install": "needs PyPI; tests/test_packaging.py checks the base install's promises offline",
     "thoughtsource generate --dataset gsm8k": "needs model servers at host1/host2; tests/generation/test_generate*.py use the fault server",
     "thoughtsource serve-model": "a long-running server; tests/backends/test_server.py",
     "thoughtsource serve run1.json": "a long-running server; tests/web/test_cli_web.py",
-    "thoughtsource star run": "trains a model for minutes (or needs a GPU); tests/test_star_cli.py, tests/test_star_loop.py",
+    "thoughtsource star run": "trains a model for minutes (or needs a GPU); tests/star/test_star_cli.py, tests/star/test_star_loop.py",
     "thoughtsource generate --file worldtree.json --backend openai": "needs a reasoning model's server; tests/test_reasoning.py "
                                                                       "uses the fault server's reasoning mode",
     "thoughtsource star base": "trains a model for minutes; tests/star/test_star_base.py, tests/star/test_star_bootstrap.py",

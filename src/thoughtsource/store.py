@@ -91,6 +91,17 @@ class StoredCompletion:
     reasoning_tokens: int = 0
     reasoning_source: str = ""
 
+    @classmethod
+    def from_completion(cls, key: str, completion: Completion) -> StoredCompletion:
+        """The row a store writes for ``completion`` (created now)."""
+        return cls(
+            key=key, text=completion.text, prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens, finish_reason=completion.finish_reason,
+            latency_s=completion.latency_s, attempts=completion.attempts, created_at=_now(),
+            reasoning=completion.reasoning, reasoning_tokens=completion.reasoning_tokens,
+            reasoning_source=completion.reasoning_source,
+        )
+
     def to_completion(self) -> Completion:
         return Completion(
             text=self.text, prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
@@ -222,13 +233,7 @@ class CompletionStore:
     # -- writing
     def put(self, key: str, backend: str, identity: dict[str, Any], request: Request, completion: Completion) -> StoredCompletion:
         """Write one completion and commit.  An existing row wins (the first completion of a key is kept)."""
-        row = StoredCompletion(
-            key=key, text=completion.text, prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens, finish_reason=completion.finish_reason,
-            latency_s=completion.latency_s, attempts=completion.attempts, created_at=_now(),
-            reasoning=completion.reasoning, reasoning_tokens=completion.reasoning_tokens,
-            reasoning_source=completion.reasoning_source,
-        )
+        row = StoredCompletion.from_completion(key, completion)
         try:
             with self.db:
                 self.db.execute("BEGIN IMMEDIATE")
@@ -367,3 +372,19 @@ class CompletionStore:
 
 
 __all__ = ["MIGRATIONS", "CompletionStore", "StoredCompletion", "completion_key", "default_path", "migrate", "request_payload"]
+
+
+class NoStore:
+    """A store that keeps nothing, for a caller whose store is off: every key is missing, and claimed at once."""
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, StoredCompletion]:
+        return {}
+
+    def claim(self, keys: Iterable[str]) -> tuple[set[str], set[str]]:
+        return set(keys), set()
+
+    def release(self, keys: Iterable[str]) -> None:
+        pass
+
+    def put(self, key: str, backend: str, identity: dict[str, Any], request: Request, completion: Completion) -> StoredCompletion:
+        return StoredCompletion.from_completion(key, completion)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from thoughtsource.errors import ConfigError
-from thoughtsource.star.prompts import PROMPT_FILES, read_prompt, star_exemplars
+from thoughtsource.star.prompts import PROMPT_FILES, read_prompt
 from thoughtsource.star.tasks import Problem, get_task
+from thoughtsource.star.tasks.exemplars import star_exemplars
 from thoughtsource.star.tasks.from_dataset import DatasetTask
 
 SHIPPED = {  # file here -> upstream file under ../shared/data/star_examples

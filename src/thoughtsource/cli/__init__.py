@@ -3,7 +3,7 @@
 One module per command group; each exposes ``register(app)``.  Modules import nothing heavy at
 import time, so ``thoughtsource --help`` stays fast.
 
-Conventions (tested in ``tests/test_cli_conventions.py``):
+Conventions (tested in ``tests/cli/test_cli_conventions.py``):
 
 * results (tables, ``--json``) go to stdout; logs, progress bars and "wrote ..." notes to stderr;
 * a user error (:class:`ThoughtSourceError`) is one red line on stderr and exit code 1; a usage

@@ -60,8 +60,58 @@ def _digits(value: str) -> tuple[int, int]:
         raise typer.BadParameter(f"expected N or N-M, got {value!r}") from None
 
 
+#: ``star run``'s options that set a StarConfig field: parameter → the field's dotted path ("!": the flag sets it False)
+CONFIG_FIELDS: dict[str, str] = {
+    "task": "task", "model": "model", "iterations": "iterations", "no_rationalization": "!rationalization",
+    "baseline": "baseline", "pseudo_labels": "pseudo_labels.mode", "pseudo_k": "pseudo_labels.k", "fewshot_k": "fewshot_k",
+    "steps_first": "steps.first", "warmup_steps": "steps.warmup_steps", "batch_size": "batch_size", "lr": "lr",
+    "lora": "lora.enabled", "gen_batch_size": "generation.batch_size", "max_new_tokens": "generation.max_new_tokens",
+    "backend": "generation.backend", "engine": "generation.engine", "server_command": "generation.server.command",
+    "seed": "seed", "filter_": "filter", "train_with_fewshot": "train_with_fewshot", "threads": "generation.threads",
+    "report_to": "report_to", "checkpoint_every": "checkpoint_every",
+}
+#: ``star run``'s options that set a task option (``--digits N-M``: min_digits and max_digits); the task says under
+#: which key (:attr:`~thoughtsource.star.tasks.Task.cli_options`)
+TASK_OPTIONS = ("digits", "n_train", "n_test", "per_iteration", "pool_size", "n_dev", "prompts")
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for p in parents:
+        data = data.setdefault(p, {})
+    data[last] = value
+
+
+def _apply_options(data: dict[str, Any], params: dict[str, Any]) -> None:
+    """The options given on the command line, over ``data`` (a StarConfig as a dict): unset options change nothing."""
+    from ..star.config import StarConfig
+    from ..star.tasks import task_class
+
+    for name, path in CONFIG_FIELDS.items():
+        value = params[name]
+        if path.startswith("!"):
+            if value:
+                _set(data, path[1:], False)
+        elif value is not None:
+            _set(data, path, value.value if isinstance(value, Enum) else value)
+    given: dict[str, Any] = {}
+    for name in TASK_OPTIONS:
+        value = params[name]
+        if name == "digits" and value:
+            given["min_digits"], given["max_digits"] = _digits(value)
+        elif name != "digits" and value is not None:
+            given[name] = value.value if isinstance(value, Enum) else value
+    task = task_class(data.get("task") or StarConfig.model_fields["task"].default)
+    for name, value in given.items():
+        key = task.cli_options.get(name, name)
+        if key is None:
+            raise typer.BadParameter(task.cli_refused, param_hint="--" + name.replace("_", "-"))
+        _set(data, "task_options." + key, value)
+
+
 @star_app.command("run")
 def run(
+    ctx: typer.Context,
     out: Path = typer.Option(..., "--out", help="Run directory (config, iter_N/ artifacts, metrics.json, plots/)."),
     task: str | None = typer.Option(None, "--task", help="arithmetic, gsm8k, commonsense_qa, a registered dataset or a ThoughtSource file."),
     model: str | None = typer.Option(None, "--model", help='"embedded" (SmolLM2-135M-Instruct) or a transformers model folder.'),
@@ -116,57 +166,7 @@ def run(
         data = StarConfig.from_file(config).model_dump(mode="json", exclude_unset=True)
     elif resume and resumed.exists():
         data = StarConfig.from_file(resumed).model_dump(mode="json")
-
-    def put(path: str, value: Any) -> None:
-        if value is None:
-            return
-        d = data
-        *parents, last = path.split(".")
-        for p in parents:
-            d = d.setdefault(p, {})
-        d[last] = value
-
-    put("task", task)
-    put("model", model)
-    put("iterations", iterations)
-    if no_rationalization:
-        put("rationalization", False)
-    put("baseline", baseline.value if baseline else None)
-    put("pseudo_labels.mode", pseudo_labels.value if pseudo_labels else None)
-    put("pseudo_labels.k", pseudo_k)
-    if digits:
-        lo, hi = _digits(digits)
-        put("task_options.min_digits", lo)
-        put("task_options.max_digits", hi)
-    put("task_options.n_train", n_train)
-    is_arithmetic = (data.get("task") or "arithmetic") == "arithmetic"
-    if n_test is not None:
-        put("task_options." + ("n_test_per_digit" if is_arithmetic else "n_test"), n_test)
-    put("fewshot_k", fewshot_k)
-    put("steps.first", steps_first)
-    put("steps.warmup_steps", warmup_steps)
-    put("batch_size", batch_size)
-    put("lr", lr)
-    put("lora.enabled", lora)
-    put("generation.batch_size", gen_batch_size)
-    put("generation.max_new_tokens", max_new_tokens)
-    put("generation.backend", backend)
-    put("generation.engine", engine.value if engine else None)
-    put("generation.server.command", server_command)
-    put("seed", seed)
-    put("filter", filter_.value if filter_ else None)
-    put("train_with_fewshot", train_with_fewshot)
-    put("task_options.per_iteration", per_iteration)
-    put("task_options.pool_size", pool_size)
-    if n_dev is not None:
-        put("task_options." + ("n_dev_per_digit" if is_arithmetic else "n_dev"), n_dev)
-    if prompts is not None:
-        if is_arithmetic:
-            raise typer.BadParameter("only for dataset tasks (gsm8k, commonsense_qa, ...), not arithmetic", param_hint="--prompts")
-        put("task_options.prompts", prompts.value)
-    put("generation.threads", threads)
-    put("report_to", report_to)
-    put("checkpoint_every", checkpoint_every)
+    _apply_options(data, ctx.params)
     cfg = StarConfig.from_dict(data, path=str(config_path(config)) if config else None)
     from ..interrupt import graceful_sigint
 

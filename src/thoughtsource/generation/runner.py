@@ -6,8 +6,8 @@ same event-loop tick, at most ``concurrency`` backend calls in flight, one call 
 the store (another process generating into the same store waits for a key instead of paying for it too), the
 backend's retries counted, empty completions refused, a fatal backend error failing everything at once, and Ctrl-C
 (:class:`~thoughtsource.interrupt.Interrupted`) committing whatever finished before it.  A completion is committed to
-the store before anything else happens with it.  :func:`run_coroutine` runs a caller's coroutine from plain or
-Jupyter code.
+the store before anything else happens with it.  STaR's generation (:mod:`thoughtsource.star.generation`) runs on it
+too.  :func:`run_coroutine` runs a caller's coroutine from plain or Jupyter code.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from ..backends.base import Backend, Request
 from ..errors import BackendError
-from ..store import CompletionStore, StoredCompletion, completion_key
+from ..store import CompletionStore, NoStore, StoredCompletion, completion_key
 
 log = logging.getLogger(__name__)
 
@@ -32,14 +32,16 @@ class Runner:
     once.  Before a batch is sent its keys are claimed in the store, so another process generating
     into the same store waits for them instead of paying for them too (see ``store.py``).  An empty
     completion is an error, not a result (unless ``allow_empty``); a *fatal* backend error (no
-    server reachable) fails every pending and later request at once.
+    server reachable) fails every pending and later request at once.  Each stored row records
+    ``backend_name`` (default: the backend's name); a :class:`~thoughtsource.store.NoStore` keeps nothing.
     """
 
-    def __init__(self, backend: Backend, store: CompletionStore, identity: dict[str, Any] | None = None, *,
+    def __init__(self, backend: Backend, store: CompletionStore | NoStore, identity: dict[str, Any] | None = None, *,
                  batch_size: int = 1, concurrency: int = 1, on_done: Callable[[], None] | None = None,
-                 allow_empty: bool = False) -> None:
+                 allow_empty: bool = False, backend_name: str | None = None) -> None:
         self.backend, self.store = backend, store
         self.identity = identity if identity is not None else backend.cache_identity()
+        self.backend_name = backend_name or backend.name
         self.batch_size, self.concurrency = batch_size, concurrency
         self.on_done: Callable[[], None] = on_done or (lambda: None)
         self.allow_empty = allow_empty
@@ -47,6 +49,7 @@ class Runner:
         self.inflight: dict[str, asyncio.Future[tuple[StoredCompletion, bool]]] = {}
         self.active = 0
         self.called = 0
+        self.generated_tokens = 0  # completion tokens of the completions the backend made (not read from the store)
         self.retries = 0
         self.fatal: BackendError | None = None
         self._kick_scheduled = False
@@ -157,8 +160,9 @@ class Runner:
             for i, (key, request, _) in enumerate(batch):
                 c = e.completions.get(i)
                 if c is not None and (self.allow_empty or c.text.strip() or c.reasoning is not None):
-                    self.store.put(key, self.backend.name, self.identity, request, c)
+                    self.store.put(key, self.backend_name, self.identity, request, c)
                     self.called += 1
+                    self.generated_tokens += c.completion_tokens
                     kept.add(key)
             self.store.release(key for key, _, _ in batch if key not in kept)
             log.info("interrupted: kept %d finished completion(s) of the batch", len(kept))
@@ -176,8 +180,9 @@ class Runner:
                     "(allow_empty=True stores it)", backend=self.backend.name, attempts=completion.attempts))
                 self.on_done()
                 continue
-            row = self.store.put(key, self.backend.name, self.identity, request, completion)  # committed first
+            row = self.store.put(key, self.backend_name, self.identity, request, completion)  # committed first
             self.called += 1
+            self.generated_tokens += completion.completion_tokens
             fut.set_result((row, False))
             self.on_done()
         if empty:

@@ -1,17 +1,16 @@
 """Rationale generation for one STaR step: store first, the engine for the rest, sharded over ranks.
 
 The engine (:mod:`.engines`: transformers or vLLM in process, or a server started per checkpoint)
-completes the prompts; every completion is committed to the run's completion store
-(``OUT/completions.sqlite``, keyed by the model's fingerprint, the prompt and the parameters) as its
-batch finishes, so a killed run loses at most the batch in flight and a resumed one asks only for
-the completions it lacks.  Under ``accelerate launch`` rank r completes prompts r, r+W, ... and the
+completes the prompts through the one store-first runner (:mod:`thoughtsource.generation.runner`):
+every completion is committed to the run's completion store (``OUT/completions.sqlite``, keyed by
+the model's fingerprint, the prompt and the parameters) as its batch finishes, so a killed run loses
+at most the batch in flight and a resumed one asks only for the completions it lacks.  Under ``accelerate launch`` rank r completes prompts r, r+W, ... and the
 results are gathered on every rank; an engine that runs on rank 0 only (vllm, server) is waited for
 through the store.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +20,8 @@ from typing import Any
 from ..backends import Backend, Completion, Request
 from ..console import progress
 from ..errors import ThoughtSourceError
-from ..store import CompletionStore, completion_key
+from ..generation.runner import Runner, run_coroutine
+from ..store import CompletionStore, NoStore, completion_key
 from . import dist
 from .config import StarConfig
 from .engines import Session
@@ -115,7 +115,8 @@ class Generator:
 
     def _complete_mine(self, reqs: list[Request], keys: list[str], mine: list[int],
                        description: str) -> tuple[dict[int, Completion], dict[str, Any]]:
-        """This rank's requests: those in the store are read, the rest go to the engine in batches, each committed."""
+        """This rank's requests: those in the store are read, the rest go to the engine through the one store-first
+        runner (:class:`~thoughtsource.generation.runner.Runner`) in batches, each committed as it finishes."""
         hits = self.store.get_many(keys[i] for i in mine) if self.store is not None else {}
         done = {i: hits[keys[i]].to_completion() for i in mine if keys[i] in hits}
         missing = [i for i in mine if i not in done]
@@ -124,31 +125,33 @@ class Generator:
             return done, counts
         # longest prompts first, so each batch holds prompts of similar length; results go back in order
         missing.sort(key=lambda i: -len(reqs[i].prompt))
-        chunk = max(1, self.cfg.generation.batch_size)
         session = self.session()
         if session.weights is not None:
             counts["weights"] = session.weights
         backend = self.wrap(session.backend) if self.wrap is not None else session.backend
         t0 = time.perf_counter()
 
-        async def _run(bar: Any, task: Any) -> None:
-            try:
-                for start in range(0, len(missing), chunk):
-                    idx = missing[start:start + chunk]
-                    for i, c in zip(idx, await backend.complete([reqs[i] for i in idx]), strict=True):
-                        if self.store is not None:  # committed before anything else happens with it
-                            self.store.put(keys[i], session.engine, self.identity, reqs[i], c)
-                        done[i] = c
-                    bar.advance(task, len(idx))
-                    elapsed = time.perf_counter() - t0
-                    toks = sum(done[i].completion_tokens for i in missing if i in done)
-                    bar.update(task, **{"tok/s": f"{toks / elapsed:.0f}" if elapsed else ""})
-            finally:  # workers/connections belong to this event loop; the engine itself stays open
-                await backend.aclose()
-
         with progress("tok/s", enabled=self.show_progress) as bar:
             task = bar.add_task(description, total=len(missing), **{"tok/s": ""})
-            asyncio.run(_run(bar, task))
+
+            def tick() -> None:
+                elapsed = time.perf_counter() - t0
+                bar.advance(task, 1)
+                bar.update(task, **{"tok/s": f"{runner.generated_tokens / elapsed:.0f}" if elapsed else ""})
+
+            # the store records the engine's name; with the store off nothing is kept
+            runner = Runner(backend, self.store if self.store is not None else NoStore(), self.identity,
+                            batch_size=max(1, self.cfg.generation.batch_size), concurrency=1, on_done=tick,
+                            allow_empty=True, backend_name=session.engine)
+
+            async def _run() -> None:
+                try:
+                    rows = await runner.complete([reqs[i] for i in missing])
+                    done.update((i, row.to_completion()) for i, (row, _) in zip(missing, rows, strict=True))
+                finally:  # workers/connections belong to this event loop; the engine itself stays open
+                    await backend.aclose()
+
+            run_coroutine(_run)
         counts["generated_tokens"] = sum(done[i].completion_tokens for i in missing)
         return done, counts
 

@@ -1,7 +1,7 @@
 """The inner loop: fine-tune the ORIGINAL base model on question → rationale + answer.
 
 * completion-only loss: every prompt token's label is -100, so it contributes exactly zero to the
-  loss and its gradient (``tests/test_star_train.py`` proves it on the real model);
+  loss and its gradient (``tests/star/test_star_train.py`` proves it on the real model);
 * a fixed number of optimizer steps per iteration (:class:`~.config.StepSchedule`), linear warm-up
   then a constant learning rate (the paper's set-up);
 * no dropped examples: the last partial batch is kept (``dataloader_drop_last=False``);

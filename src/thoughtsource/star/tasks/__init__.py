@@ -18,13 +18,22 @@ TASKS: dict[str, str] = {
     "commonsense_qa": "thoughtsource.star.tasks.from_dataset:CommonsenseQaTask",
 }
 
-__all__ = ["TASKS", "Problem", "Task", "TrainingRecord", "get_task"]
+__all__ = ["TASKS", "Problem", "Task", "TrainingRecord", "get_task", "task_class"]
+
+
+def task_class(name: str) -> type[Task]:
+    """The class of task ``name`` (a dataset or file not in :data:`TASKS`: DatasetTask), without making the task."""
+    if name in TASKS:
+        module, _, cls = TASKS[name].partition(":")
+        return getattr(importlib.import_module(module), cls)  # type: ignore[no-any-return]
+    from .from_dataset import DatasetTask
+
+    return DatasetTask
 
 
 def get_task(name: str, **options: Any) -> Task:
     if name in TASKS:
-        module, _, cls = TASKS[name].partition(":")
-        return getattr(importlib.import_module(module), cls)(**options)
+        return task_class(name)(**options)
     from .from_dataset import DatasetTask
 
     if Path(name).exists():

@@ -166,7 +166,7 @@ class DatasetTask(Task):
         return self.prompts == "star"
 
     def _star_exemplars(self) -> tuple[Problem, ...]:
-        from ..prompts import star_exemplars
+        from .exemplars import star_exemplars
 
         return star_exemplars(self.star_prompts) if self._star and self.star_prompts else ()
 

@@ -13,7 +13,7 @@ import pytest
 from thoughtsource.errors import ConfigError
 from thoughtsource.star.config import CONFIGS_DIR, StarConfig, config_names, config_path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1"}
 ENV.pop("PYTEST_CURRENT_TEST", None)
 

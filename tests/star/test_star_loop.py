@@ -161,7 +161,7 @@ def test_resume_after_sigkill_mid_iteration(tmp_path: Path) -> None:
     cfg = {**TINY, "iterations": 1, "task_options": {**TINY["task_options"], "n_train": 4, "n_test_per_digit": 1}}
     (tmp_path / "cfg.yaml").write_text(json.dumps(cfg))  # JSON is YAML
     out = tmp_path / "run"
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "thoughtsource", "-q", "star", "run", "--config", str(tmp_path / "cfg.yaml"),
                              "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -106,7 +106,7 @@ def test_results_json_records_config_versions_and_every_cell(examples_dir: Path,
     assert doc["config"]["command"][:2] == ["thoughtsource", "evaluate"]
     versions = doc["package_versions"]
     assert versions["thoughtsource"] and versions["python"] == ".".join(map(str, sys.version_info[:3])) and versions["pandas"]
-    if (Path(__file__).resolve().parents[1] / ".git").exists():
+    if (Path(__file__).resolve().parents[2] / ".git").exists():
         assert len(doc["git"]["commit"]) == 40 and full["git_hash"] == doc["git"]["commit"][:7]
     assert [(m["name"], m["cots"]) for m in doc["models"]] == [("gpt-4", 600)]
     strict = [c for c in doc["cells"] if c["mode"] == "strict"]

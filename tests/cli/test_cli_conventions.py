@@ -20,7 +20,7 @@ import pytest
 from thoughtsource import datasets
 from thoughtsource.testing.fault_server import run_fault_server
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 ENV.pop("PYTEST_CURRENT_TEST", None)
 

@@ -65,3 +65,23 @@ def test_out_that_is_a_file_is_a_config_error(tmp_path: Path) -> None:
     r = runner.invoke(app, ["star", "run", "--out", str(f), "--baseline", "fewshot"])
     assert isinstance(r.exception, ConfigError) and str(r.exception) == f"{f}: is a file; --out is the run's folder"
     assert f.read_text() == "{}"
+
+
+def test_every_run_option_reaches_a_config_field_or_the_task() -> None:
+    """The option table of ``star run`` names StarConfig fields that exist, and every parameter of the command is either
+    in it, a task option, or one the command itself uses."""
+    import inspect
+
+    from pydantic import BaseModel
+
+    from thoughtsource.cli.star import CONFIG_FIELDS, TASK_OPTIONS, run
+    from thoughtsource.star.config import StarConfig
+
+    for path in CONFIG_FIELDS.values():
+        model: type[BaseModel] = StarConfig
+        *parents, last = path.lstrip("!").split(".")
+        for name in parents:
+            model = model.model_fields[name].annotation  # type: ignore[assignment]
+        assert last in model.model_fields, path
+    own = {"ctx", "out", "config", "seeds", "resume", "as_json"}
+    assert set(inspect.signature(run).parameters) == own | set(CONFIG_FIELDS) | set(TASK_OPTIONS)

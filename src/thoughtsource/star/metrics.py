@@ -1,0 +1,104 @@
+"""What a STaR run measures: one iteration's metrics (``iter_n/metrics.json``) and the run's summary
+(``OUT/metrics.json``, with its plots)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from . import dist
+from .artifacts import write
+from .config import StarConfig
+from .tasks import Problem, Task, TrainingRecord
+
+log = logging.getLogger(__name__)
+
+
+def accuracy(k: int, n: int) -> float | None:
+    return round(k / n, 4) if n else None
+
+
+def iteration_metrics(cfg: StarConfig, task: Task, n: int, model: str, train: list[Problem], gen: dict[str, Any] | None,
+                      rat: dict[str, Any] | None, records: list[TrainingRecord] | None, train_stats: dict[str, Any] | None,
+                      test: dict[str, Any], dev: dict[str, Any] | None = None,
+                      filter_report: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Iteration n's metrics: test (and dev) accuracy of M_n, and for n > 0 what its training set was made of."""
+    m: dict[str, Any] = {"iteration": n, "model": model, "seed": cfg.seed, "timings_s": {}}
+    for name, res in (("test", test), ("dev", dev)):
+        if res is None:
+            continue
+        rows = res["rows"]
+        groups: dict[str, list[bool]] = {}
+        for r in rows:
+            if r["group"] is not None:
+                groups.setdefault(r["group"], []).append(r["correct"])
+        k = sum(r["correct"] for r in rows)
+        m.update({
+            f"{name}_n": len(rows),
+            f"{name}_correct": k,
+            f"{name}_accuracy": accuracy(k, len(rows)),
+            f"{name}_accuracy_by_group": {g: accuracy(sum(v), len(v)) for g, v in sorted(groups.items())},
+            f"{name}_correct_by_group": {g: [sum(v), len(v)] for g, v in sorted(groups.items())},
+        })
+        m["timings_s"][name] = res["wall_s"]
+    if n > 0:
+        correct = sum(r["correct"] for r in gen["rows"]) if gen else None
+        rat_ok = sum(r["correct"] for r in rat["rows"]) if rat else 0
+        m.update({
+            "train_n": len(train),
+            "train_correct_before_rationalization": correct,
+            "train_accuracy_before_rationalization": accuracy(correct, len(train)) if correct is not None else None,
+            "rationalization_attempted": len(rat["rows"]) if rat else 0,
+            "rationalization_correct": rat_ok,
+            "rationalization_acceptance": accuracy(rat_ok, len(rat["rows"])) if rat else None,
+            "train_accuracy_after_rationalization": accuracy((correct or 0) + rat_ok, len(train)) if correct is not None else None,
+            "kept": len(records or []),
+            "filter": filter_report,
+            "kept_rationalized": sum(r.rationalized for r in records or []),
+            "steps": (train_stats or {}).get("steps"),
+            "train_loss": (train_stats or {}).get("train_loss"),
+        })
+        m["timings_s"].update({"generate": gen["wall_s"] if gen else 0.0, "rationalize": rat["wall_s"] if rat else 0.0,
+                               "train": (train_stats or {}).get("wall_s", 0.0)})
+        m["generation_tokens_per_s"] = gen["stats"]["tokens_per_s"] if gen else None
+        m["train_target"] = "pseudo_label" if train and "gold_answer" in train[0].meta else "gold"
+        if m["train_target"] == "pseudo_label" and gen:
+            # the train_* accuracies above are against the pseudo-labels (what the filter kept); these against gold
+            gold_gen = sum(bool(r.get("correct_vs_gold")) for r in gen["rows"])
+            gold_rat = sum(bool(r.get("correct_vs_gold")) for r in (rat or {"rows": []})["rows"])
+            m.update({"train_correct_vs_gold_before_rationalization": gold_gen,
+                      "train_accuracy_vs_gold_before_rationalization": accuracy(gold_gen, len(train)),
+                      "rationalization_correct_vs_gold": gold_rat})
+        if gen and task.groups(train[0]) is not None:
+            by_g: dict[str, list[int]] = {}
+            gmap = {p.id: task.groups(p) for p in train}
+            rmap = {r["id"]: r["correct"] for r in (rat or {"rows": []})["rows"]}
+            for r in gen["rows"]:
+                v = by_g.setdefault(gmap[r["id"]], [0, 0, 0])
+                v[0] += 1
+                v[1] += r["correct"]
+                v[2] += bool(rmap.get(r["id"]))
+            m["train_by_group"] = {g: {"n": v[0], "correct": v[1], "rationalized_correct": v[2]} for g, v in sorted(by_g.items())}
+    return m
+
+
+def pseudo_label_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many training questions got a majority label, and how often it is the gold answer (``pseudo_labels.json``)."""
+    return {"labelled": sum(r["label"] is not None for r in rows), "n": len(rows),
+            "label_accuracy": accuracy(sum(bool(r["label_correct"]) for r in rows), len(rows))}
+
+
+def write_summary(cfg: StarConfig, out: Path, all_metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """``OUT/metrics.json`` (the config and every iteration's metrics so far) and, on rank 0, the run's plots."""
+    summary = {"config": cfg.model_dump(mode="json"), "iterations": all_metrics}
+    write(out / "metrics.json", summary)
+    if not dist.is_main():
+        return summary
+    try:
+        from .plots import plot_run
+
+        plot_run(summary, out)
+    except Exception as e:  # plotting never breaks a run
+        log.warning("plots not written: %s", e)
+    return summary
