@@ -106,6 +106,7 @@ def test_generate_stores_the_finished_completions_of_an_interrupted_batch_and_re
 
 
 def test_the_first_ctrl_c_asks_decoding_to_stop_the_second_aborts(tmp_path: Path) -> None:
+    handler = signal.getsignal(signal.SIGINT)  # Python's default, or SIG_IGN when pytest runs as a background job
     script = (
         "import os, signal, sys\n"
         "from thoughtsource import interrupt\n"
@@ -124,4 +125,4 @@ def test_the_first_ctrl_c_asks_decoding_to_stop_the_second_aborts(tmp_path: Path
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert p.stdout.splitlines() == ["plain", "stop requested"]
     assert p.returncode == 130 and p.stderr.strip().splitlines()[-1] == "aborted"
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # this process: untouched
+    assert signal.getsignal(signal.SIGINT) is handler  # this process: untouched
