@@ -325,7 +325,7 @@ def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Fil
         cots.append({
             "index": i,
             "id": cid,
-            "model": "" if is_blind else (model_name(c) or "unknown model"),
+            "model": "" if is_blind else ("unknown model" if c.model is None else model_name(c)),
             "trigger": "" if is_blind else (c.cot_trigger or ""),
             "instruction": "" if is_blind else (c.instruction or ""),
             "prompt": "" if is_blind else (c.prompt_text or c.cot_trigger_template or ""),
