@@ -1,7 +1,7 @@
 """Generation engines of the STaR loop: one model (M_n) at a time, opened for a step and closed before training.
 
 * ``transformers``: :class:`~thoughtsource.backends.transformers_local.TransformersBackend` in this
-  process, on the model in memory (the one just trained) or loaded from the checkpoint;
+  process, on M_n loaded whole from its folder (:func:`~.loading.load_for_generation`) on each rank that generates;
 * ``vllm``: ``vllm.LLM`` in this process on the iteration's checkpoint (:class:`VLLMBackend`); closing
   it deletes the engine and frees the GPU memory before training;
 * ``server``: a command started for each checkpoint (:class:`ServerProcess`, e.g. ``vllm serve
@@ -87,8 +87,18 @@ def require_vllm() -> Any:
     return vllm
 
 
+def free_memory() -> None:
+    """The garbage and torch's CUDA cache go back (after training, or once an engine is deleted)."""
+    gc.collect()
+    torch = sys.modules.get("torch")  # nothing to free on the GPU if torch was never imported
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+        with contextlib.suppress(Exception):
+            torch.cuda.ipc_collect()
+
+
 def release_gpu_memory(*, destroy_distributed: bool) -> None:
-    """After deleting a vLLM engine: its model-parallel groups, the garbage, torch's CUDA cache."""
+    """After deleting a vLLM engine: its model-parallel groups, then :func:`free_memory`."""
     with contextlib.suppress(ImportError):
         from vllm.distributed import parallel_state
 
@@ -97,14 +107,7 @@ def release_gpu_memory(*, destroy_distributed: bool) -> None:
         if destroy_distributed:
             with contextlib.suppress(Exception):
                 parallel_state.destroy_distributed_environment()
-    gc.collect()
-    with contextlib.suppress(ImportError):
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-            with contextlib.suppress(Exception):
-                torch.cuda.ipc_collect()
+    free_memory()
 
 
 class VLLMBackend:
@@ -338,9 +341,8 @@ def store_identity(cfg: StarConfig, fingerprint: str) -> dict[str, Any]:
     return ident
 
 
-def open_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, *, log_dir: Path,
-                 loaded: tuple[Any, Any] | None = None) -> Session:
-    """Start the configured engine on ``model_path`` (M_n); ``loaded``: (model, tokenizer) already in memory."""
+def open_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, *, log_dir: Path) -> Session:
+    """Start the configured engine on ``model_path`` (M_n)."""
     g = cfg.generation
     if g.engine_name == "vllm":
         if dist.world_size() > 1:
@@ -354,14 +356,12 @@ def open_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, *, 
         backend = get_backend("openai", model=g.server.model_name, base_url=server.base_url, server_kind=g.server.server_kind,
                               concurrency=g.server.concurrency, api_key="EMPTY", api="completions")
         return Session(n, "server", model_path, fingerprint, backend, served=served, _closers=[server.stop])
-    return _transformers_session(cfg, n, model_path, fingerprint, loaded)
+    return _transformers_session(cfg, n, model_path, fingerprint)
 
 
-def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, loaded: tuple[Any, Any] | None) -> Session:
+def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str) -> Session:
     g = cfg.generation
-    if loaded is None:
-        loaded = load_for_generation(model_path, g.dtype)
-    model, tok = loaded
+    model, tok = load_for_generation(model_path, g.dtype)  # whole, outside any ZeRO-3/FSDP init, on this rank's device
     options = dict(g.options)
     if not g.prefix_cache:
         options.setdefault("mode", "generate")

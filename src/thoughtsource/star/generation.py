@@ -4,9 +4,9 @@ The engine (:mod:`.engines`: transformers or vLLM in process, or a server starte
 completes the prompts through the one store-first runner (:mod:`thoughtsource.generation.runner`):
 every completion is committed to the run's completion store (``OUT/completions.sqlite``, keyed by
 the model's fingerprint, the prompt and the parameters) as its batch finishes, so a killed run loses
-at most the batch in flight and a resumed one asks only for the completions it lacks.  Under ``accelerate launch`` rank r completes prompts r, r+W, ... and the
-results are gathered on every rank; an engine that runs on rank 0 only (vllm, server) is waited for
-through the store.
+at most the batch in flight and a resumed one asks only for the completions it lacks.  Under
+``accelerate launch`` rank r completes prompts r, r+W, ... and the results are gathered on every rank;
+an engine that runs on rank 0 only (vllm, server) is waited for through the store.
 """
 
 from __future__ import annotations

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -48,6 +47,7 @@ from ..io import read_json
 from . import dist
 from .artifacts import RunFolder, checkpoint, has_checkpoint, iter_dir, rationales, read_jsonl, write, write_jsonl
 from .config import StarConfig
+from .engines import free_memory
 from .generation import Generator, GenStats
 from .metrics import iteration_metrics, pseudo_label_metrics, write_summary
 from .models import RunModels
@@ -309,7 +309,7 @@ class StarRun:
                                 description=f"iter {n}: train", show_progress=self.show_progress,
                                 metrics_path=self.out / "metrics.jsonl",
                                 metrics_extra={"iteration": n}, run_name=f"{self.out.name}-iter{n}")
-        _free_memory()  # the trainer's memory goes back before an engine starts
+        free_memory()  # the trainer's memory goes back before an engine starts
         if dist.is_main():
             shutil.rmtree(d / "trainer", ignore_errors=True)
         stats["wall_s"] = round(time.perf_counter() - t0, 3)
@@ -333,15 +333,6 @@ class StarRun:
         write(path, result)
         self._step_done(n, name)
         return result
-
-
-def _free_memory() -> None:
-    import gc
-
-    gc.collect()
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def run_star(cfg: StarConfig, out: str | Path, *, resume: bool = False, show_progress: bool = True) -> dict[str, Any]:

@@ -191,7 +191,7 @@ def train(
 
     ``output_dir`` is the work folder: trainer checkpoints go there every ``cfg.checkpoint_every`` steps, and a
     call that finds one of the same inputs there resumes from it.  ``checkpoint``: where the trained model is
-    written (atomically, whole: gathered from every rank under ZeRO-3/FSDP, LoRA merged; see :func:`save_trained`).
+    written (atomically, whole: gathered from every rank under ZeRO-3/FSDP by :func:`save_gathered`, LoRA merged).
     ``model`` is the trained model of this process (fp32 master weights, LoRA merged), or None under ZeRO-3/FSDP,
     where no process holds it whole.  ``metrics_path``: the JSON-lines log of every logged step, each line with
     ``metrics_extra``; ``run_name``: the trackers' name of this training.
