@@ -45,12 +45,10 @@ from typing import TYPE_CHECKING, Any
 
 from .extract import MODES, Extraction, Mode, extract, gold_value, is_correct, normalize_text, text_f1
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
-from .schema import model_name
+from .schema import SampleSource, model_name
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .collection import Collection
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +212,7 @@ class Evaluation:
         return {"accuracy": next(iter(per_model.values()), {})}
 
 
-def _iter_answers(collection: Collection) -> Iterable[tuple[str, str, Any, int, Any, Any]]:
+def _iter_answers(collection: SampleSource) -> Iterable[tuple[str, str, Any, int, Any, Any]]:
     for d, s, sample in collection.samples():
         for ci, cot in enumerate(sample.generated_cot):
             for ans in cot.answers:
@@ -222,7 +220,7 @@ def _iter_answers(collection: Collection) -> Iterable[tuple[str, str, Any, int, 
 
 
 def evaluate_frame(
-    collection: Collection,
+    collection: SampleSource,
     *,
     modes: Sequence[Mode] = MODES,  # type: ignore[assignment]
     mode: Mode = "strict",
@@ -300,7 +298,7 @@ def evaluate_frame(
 
 
 # --------------------------------------------------------------------------- reasoning length
-def reasoning_lengths(collection: Collection) -> pd.DataFrame:
+def reasoning_lengths(collection: SampleSource) -> pd.DataFrame:
     """One row per CoT: ``model``, ``reasoning_model`` (it has a reasoning record), ``tokens`` (the reasoning tokens
     that record counts; NaN without one), ``words`` (of the CoT, which is the reasoning of a reasoning model) and
     ``truncated`` (cut off mid-thought)."""
@@ -459,7 +457,7 @@ def _questions_by_mode(
     answers: pd.DataFrame,
     values: dict[str, list[Any]],
     gold_cache: dict[int, Any],
-    collection: Collection,
+    collection: SampleSource,
     ks: Sequence[int] | None,
 ) -> Iterator[tuple[str, list[int], list[tuple[tuple[Any, ...], list[Any], list[bool], str, Any]]]]:
     """Per answer mode with some question sampled more than once: the ks to report (``ks``, or the defaults plus
@@ -492,7 +490,7 @@ def _majority_table(
     answers: pd.DataFrame,
     values: dict[str, list[Any]],
     gold_cache: dict[int, Any],
-    collection: Collection,
+    collection: SampleSource,
     ks: Sequence[int] | None,
 ) -> pd.DataFrame:
     import pandas as pd
@@ -578,7 +576,7 @@ def sampling_table(
     answers: pd.DataFrame,
     values: dict[str, list[Any]],
     gold_cache: dict[int, Any],
-    collection: Collection,
+    collection: SampleSource,
     ks: Sequence[int] | None,
     *,
     resamples: int = 200,
@@ -623,7 +621,7 @@ def sampling_table(
 
 
 def evaluate(
-    collection: Collection,
+    collection: SampleSource,
     *,
     mode: Mode = "strict",
     overwrite: bool = True,
@@ -649,7 +647,7 @@ def evaluate(
     return result.to_dict(mode, by_model=by_model)
 
 
-def set_correct_answers(collection: Collection, result: Evaluation, *, mode: Mode = "strict", overwrite: bool = True) -> int:
+def set_correct_answers(collection: SampleSource, result: Evaluation, *, mode: Mode = "strict", overwrite: bool = True) -> int:
     """Write ``result``'s verdicts (``mode``) into ``Answer.correct_answer``; returns how many stored values changed."""
     rows = result.answers.loc[result.answers["mode"] == mode, ["correct", "truncated"]]
     verdicts = iter(zip(rows["correct"].tolist(), rows["truncated"].tolist(), strict=True))

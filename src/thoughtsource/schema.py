@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, Literal
+from collections.abc import Iterator
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -192,3 +193,17 @@ def model_name(model: Any) -> str:
                 name = found.group(1)
     _MODEL_NAMES[text] = name
     return name
+
+
+class SampleSource(Protocol):
+    """What generation and evaluation read of a :class:`~thoughtsource.collection.Collection`: its samples with their
+    dataset and split (also as ``data``: dataset -> split -> samples), and the slice of them by index.  They take
+    this, not ``Collection``, so the layers below the collection never import it (the collection imports them, for
+    its ``generate()``/``evaluate()`` facade)."""
+
+    @property
+    def data(self) -> dict[str, dict[str, list[Sample]]]: ...
+
+    def samples(self) -> Iterator[tuple[str, str, Sample]]: ...
+
+    def in_idx_range(self, idx_range: tuple[int, int] | None) -> SampleSource: ...

@@ -22,20 +22,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..backends.base import Backend
 from ..errors import BackendError, ConfigError
 from ..prompts import Fragments, load_fragments
 from ..prompts.build import answer_prompt
+from ..schema import SampleSource
 from ..store import CompletionStore
 from .attach import GenerateReport, attach_results, dry_run_report
 from .config import GenerateConfig, make_backend
 from .plan import CotUnit, answer_request, plan_units
 from .runner import Runner, run_coroutine
-
-if TYPE_CHECKING:
-    from ..collection import Collection
 
 __all__ = ["GenerateConfig", "GenerateReport", "generate", "make_backend"]
 
@@ -43,14 +41,14 @@ log = logging.getLogger(__name__)
 
 
 def generate(
-    collection: Collection,
+    collection: SampleSource,
     config: GenerateConfig | dict[str, Any] | None = None,
     *,
     backend: Backend | str | None = None,
     store: CompletionStore | str | os.PathLike[str] | None = None,
     progress: bool = True,
     dry_run: bool = False,
-    exemplar_pool: Collection | None = None,
+    exemplar_pool: SampleSource | None = None,
     **overrides: Any,
 ) -> GenerateReport:
     """Generate CoTs (and extracted answers) for every sample of ``collection``, in place.

@@ -30,22 +30,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..backends.base import Backend
 from ..errors import ConfigError
 from ..prompts import AUTO, Fragments, load_fragments
 from ..prompts.build import resolve_extraction
 from ..prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, format_choices, render, template_problems
-from ..schema import Answer, GeneratedCot, Sample
+from ..schema import Answer, GeneratedCot, Sample, SampleSource
 from ..store import CompletionStore, StoredCompletion
 from .attach import stable_id
 from .config import GenerateConfig, make_backend
 from .plan import chain_request
 from .runner import Runner, run_coroutine
-
-if TYPE_CHECKING:
-    from ..collection import Collection
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +129,7 @@ def _model_info(cfg: GenerateConfig, chain: str, templates: dict[str, str], name
 
 
 def _run_chain(
-    collection: Collection,
+    collection: SampleSource,
     chain: str,
     steps: Sequence[tuple[str, str, bool]],  # (output, template, sampled): output "cot" | "answer" | "reflection"
     make_units: Callable[[Fragments], tuple[list[_Unit], list[str]]],
@@ -186,7 +183,7 @@ def _run_chain(
     return report
 
 
-def _targets(collection: Collection, target: Target) -> tuple[list[tuple[str, str, Sample, GeneratedCot]], list[str]]:
+def _targets(collection: SampleSource, target: Target) -> tuple[list[tuple[str, str, Sample, GeneratedCot]], list[str]]:
     found, skipped = [], []
     for d, s, sample in collection.samples():
         mine = [c for c in sample.generated_cot if target.matches(c)]
@@ -206,7 +203,7 @@ def _new_cot(u: _Unit, cfg: GenerateConfig, fragments: Fragments, *, cot_id: str
 
 
 def self_generate_extract(
-    collection: Collection, config: GenerateConfig | dict[str, Any] | None = None, *, extract: bool = True,
+    collection: SampleSource, config: GenerateConfig | dict[str, Any] | None = None, *, extract: bool = True,
     cot_template: str = DEFAULT_COT, answer_template: str = DEFAULT_ANSWER, backend: Backend | None = None,
     store: CompletionStore | str | None = None, **overrides: Any,
 ) -> ChainReport:
@@ -248,13 +245,13 @@ def self_generate_extract(
     return _run_chain(collection, chain, steps, make_units, attach, cfg, backend, store, {})
 
 
-def self_generate(collection: Collection, config: GenerateConfig | dict[str, Any] | None = None, **kwargs: Any) -> ChainReport:
+def self_generate(collection: SampleSource, config: GenerateConfig | dict[str, Any] | None = None, **kwargs: Any) -> ChainReport:
     """CoTs only, no answers (answers can be added later with :func:`self_extract`)."""
     return self_generate_extract(collection, config, extract=False, **kwargs)
 
 
 def self_extract(
-    collection: Collection, config: GenerateConfig | dict[str, Any] | None = None, *, target: Target = Target(),
+    collection: SampleSource, config: GenerateConfig | dict[str, Any] | None = None, *, target: Target = Target(),
     answer_template: str = DEFAULT_ANSWER, backend: Backend | None = None, store: CompletionStore | str | None = None,
     **overrides: Any,
 ) -> ChainReport:
@@ -289,7 +286,7 @@ def self_extract(
 
 
 def self_reflect(
-    collection: Collection, config: GenerateConfig | dict[str, Any] | None = None, *, target: Target = Target(),
+    collection: SampleSource, config: GenerateConfig | dict[str, Any] | None = None, *, target: Target = Target(),
     reflection_instruction: str = "refl-01", reflect_template: str = REFLECT_TEMPLATE,
     answer_template: str = REFLECT_ANSWER_TEMPLATE, backend: Backend | None = None, store: CompletionStore | str | None = None,
     **overrides: Any,
@@ -351,7 +348,7 @@ class ReflectionChange:
     correct_after: bool
 
 
-def reflection_changes(collection: Collection, mode: str = "strict") -> list[ReflectionChange]:
+def reflection_changes(collection: SampleSource, mode: str = "strict") -> list[ReflectionChange]:
     """For every self-reflection: the answer before and after, each scored (strict or flexible extraction)."""
     from ..extract import extract, gold_value, is_correct
 

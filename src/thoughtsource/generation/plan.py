@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..backends.base import Request
 from ..errors import ConfigError
 from ..prompts import Fragments
 from ..prompts.build import Prompt, chat_messages, cot_prompt, exemplar_candidates, resolve_extraction
-from ..schema import Sample
+from ..schema import Sample, SampleSource
 from ..store import StoredCompletion, completion_key
 from .config import GenerateConfig
-
-if TYPE_CHECKING:
-    from ..collection import Collection
 
 
 @dataclass
@@ -69,8 +66,8 @@ def chain_request(cfg: GenerateConfig, text: str, *, max_tokens: int, sampled: b
 
 
 def plan_units(
-    collection: Collection, cfg: GenerateConfig, fragments: Fragments, identity: dict[str, Any],
-    exemplar_pool: Collection | None = None,
+    collection: SampleSource, cfg: GenerateConfig, fragments: Fragments, identity: dict[str, Any],
+    exemplar_pool: SampleSource | None = None,
 ) -> list[CotUnit]:
     """Every stage-1 request of the run, in a fixed order (dataset, split, sample, instruction, trigger, i)."""
     pool_source = exemplar_pool if exemplar_pool is not None else collection
