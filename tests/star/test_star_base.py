@@ -32,6 +32,8 @@ TINY = {
     "architecture": {"layers": 1, "width": 32, "heads": 2, "intermediate": 64, "positions": "nope"},
     "data": {"digits": [1, 2], "examples": 400, "extra": {3: 0.05}, "hint_share": 0.25},
     "training": {"steps": 12, "batch_size": 16, "lr": 3e-3, "warmup_steps": 2, "checkpoint_every": 0},
+    # 12 steps teach it nothing: the gate checks twice, and the unlearnt base is saved anyway (with a warning)
+    "gate": {"every": 6, "required": False},
 }
 
 
@@ -110,6 +112,35 @@ def test_base_folder_is_an_ordinary_hf_model(tiny_base: Path) -> None:
     assert info["parameters"] == sum(p.numel() for p in model.parameters())
     assert info["data"]["examples"] == 400 and 0 < info["data"]["with_hint"] < 400
     assert info["training"]["steps"] == 12 and info["config"] == BaseConfig.from_dict(TINY).model_dump(mode="json")
+    # the gate checked dev at steps 6 and 12 (up to k + 1 digits); never learnt, so the cap ended the training
+    assert info["gate"]["learnt_at_step"] is None and info["gate"]["checks"] == 2 and info["training"]["global_step"] == 12
+    curve = [json.loads(line) for line in (tiny_base / "dev_curve.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in curve] == [6, 12] and set(curve[0]["dev_correct_by_group"]) == {"1-digit", "2-digit", "3-digit"}
+    losses = [json.loads(line) for line in (tiny_base / "train_metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in losses if "loss" in r] == [3, 6, 9, 12]
+    assert (tiny_base / "curves.png").stat().st_size > 0
+
+
+def test_a_base_that_does_not_learn_its_range_is_one_clear_error(tmp_path: Path) -> None:
+    """gate.required (the default): the cap reached unlearnt stops the build, naming the accuracies it reached."""
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump({**TINY, "training": {**TINY["training"], "steps": 4},
+                                                        "gate": {"every": 2}}))
+    p = _cli("star", "base", "--config", str(tmp_path / "base.yaml"), "--out", str(tmp_path / "model"), "--threads", "1")
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-3000:]
+    assert "did not learn its range (1..2 digits" in p.stderr and "within 4 steps: at step 4 dev reached 1-digit" in p.stderr
+    assert not (tmp_path / "model").exists()
+    work = tmp_path / "model.work"  # the curves stay for a look
+    assert [json.loads(line)["step"] for line in (work / "dev_curve.jsonl").read_text().splitlines()] == [2, 4]
+
+
+def test_curves_of_a_resumed_training_keep_one_row_per_step(tmp_path: Path) -> None:
+    from thoughtsource.star.base import read_curve
+
+    path = tmp_path / "c.jsonl"
+    rows = [{"step": 10, "loss": 1.0}, {"step": 20, "loss": 0.5}, {"step": 20, "train_runtime": 3.0}, {"step": 20, "loss": 0.4}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert read_curve(path) == [{"step": 10, "loss": 1.0}, {"step": 20, "loss": 0.4}, {"step": 20, "train_runtime": 3.0}]
+    assert read_curve(path, up_to=10) == [{"step": 10, "loss": 1.0}]
 
 
 def test_rebuilding_needs_resume_and_the_same_recipe(tiny_base: Path) -> None:

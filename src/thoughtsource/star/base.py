@@ -12,11 +12,19 @@ threshold).  No such model can be downloaded here, so this module builds one:
    loss, resumable trainer checkpoints, a progress bar, seeded) on gold scratchpads of easy problems
    (digit counts ``data.digits``, in quantity), a small share of longer ones (``data.extra``) and a
    share of examples whose prompt carries the rationalization hint, so rationalization prompts are
-   in distribution;
+   in distribution, **until it has learnt its range** (the gate): every ``gate.every`` steps the dev
+   problems up to k + 1 digits are solved greedily, and training stops as soon as dev accuracy is at least
+   ``gate.share`` at every digit count of ``data.digits``; ``training.steps`` is only the cap.  A small
+   model learns carrying at a phase transition whose step depends on the seed and on the CPU's float
+   kernels; a fixed step count lands before it on some machines and after it on others, the gate on
+   the same side everywhere.  The default schedule is constant after the warm-up, so the learning rate
+   has not decayed to nothing before the transition;
 4. saved as a Hugging Face folder (``config.json``, ``model.safetensors``, tokenizer files) that
    ``--model FOLDER`` takes everywhere (``star run``, ``generate``, ``serve-model``), with
-   ``thoughtsource_base.json`` beside: the config, the data counts, the training statistics and the
-   base's accuracy per digit count on the task's dev set.
+   ``thoughtsource_base.json`` beside: the config, the data counts, the training statistics, the gate's
+   verdict and the base's accuracy per digit count on the task's dev set; and its curves:
+   ``train_metrics.jsonl`` (loss, learning rate per logged step), ``dev_curve.jsonl`` (dev accuracy per digit
+   count at every gate check) and ``curves.png``.
 
 The training problems come from the arithmetic task's training pool (built with the same
 ``task_options`` as the STaR runs that start from this base), so no test or dev problem, nor its
@@ -35,7 +43,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ThoughtSourceError
 from ..io import write_json
 from .stats import digits_of, group_key
 from .tasks.arithmetic import ArithmeticTask
@@ -48,6 +56,13 @@ PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 #: every printable ASCII character and the newline: prompts, scratchpads and hints of every format
 ALPHABET = "\n" + "".join(chr(c) for c in range(32, 127))
 INFO_FILE = "thoughtsource_base.json"
+TRAIN_CURVE_FILE = "train_metrics.jsonl"
+DEV_CURVE_FILE = "dev_curve.jsonl"
+CURVES_PLOT = "curves.png"
+
+
+class BaseNotLearnt(ThoughtSourceError):
+    """The base reached its step cap without learning its range (the gate's accuracies are in the message)."""
 
 
 class _Strict(BaseModel):
@@ -94,14 +109,23 @@ class BaseData(_Strict):
 
 
 class BaseTraining(_Strict):
-    steps: int = Field(3000, ge=1)
+    steps: int = Field(3000, ge=1, description="the cap: training stops earlier once the gate passes")
     batch_size: int = Field(64, ge=1)
     lr: float = Field(1e-3, gt=0)
-    lr_scheduler: Literal["cosine", "linear", "constant_with_warmup"] = "cosine"
+    lr_scheduler: Literal["constant_with_warmup", "cosine", "linear"] = Field(
+        "constant_with_warmup", description="cosine/linear decay to 0 at the cap, which may come long after the gate")
     warmup_steps: int = Field(100, ge=0)
     weight_decay: float = Field(0.1, ge=0)
     checkpoint_every: int = Field(500, ge=0, description="save the trainer state every K steps (a killed training resumes)")
     max_seq_len: int = Field(1024, ge=16)
+
+
+class BaseGate(_Strict):
+    """Train until the range is learnt: dev accuracy >= ``share`` at every digit count of ``data.digits``."""
+
+    every: int = Field(100, ge=0, description="check the dev set every N optimizer steps (0: no gate, train all steps)")
+    share: float = Field(0.9, gt=0, le=1, description="the dev accuracy each digit count of the range must reach")
+    required: bool = Field(True, description="fail when the cap is reached unlearnt (false: save it anyway, with a warning)")
 
 
 class BaseConfig(_Strict):
@@ -112,6 +136,7 @@ class BaseConfig(_Strict):
     architecture: Architecture = Field(default_factory=Architecture)
     data: BaseData = Field(default_factory=BaseData)
     training: BaseTraining = Field(default_factory=BaseTraining)
+    gate: BaseGate = Field(default_factory=BaseGate)
     seed: int = 0
     eval_batch_size: int = Field(256, ge=1)
 
@@ -244,16 +269,104 @@ def accuracy_by_digits(model: Any, tokenizer: Any, task: ArithmeticTask, problem
     return dict(sorted(out.items(), key=lambda kv: group_key(kv[0])))
 
 
-# --------------------------------------------------------------------------- the command
 #: a base has learnt its range when it gets at least this share of dev problems right at every digit count <= k
 LEARNT_SHARE = 0.9
 
 
-def learnt_range(dev_correct_by_group: dict[str, list[int] | tuple[int, int]], k: int) -> bool:
-    """Whether the base learnt what it was taught: dev accuracy >= ``LEARNT_SHARE`` at every digit count <= k
+def learnt_range(dev_correct_by_group: dict[str, list[int] | tuple[int, int]], k: int, *, share: float = LEARNT_SHARE,
+                 lo: int = 1) -> bool:
+    """Whether the base learnt what it was taught: dev accuracy >= ``share`` at every digit count lo..k
     with enough problems to tell (n >= 10; the one-digit dev set can be smaller)."""
-    cells = [(c, n) for g, (c, n) in dev_correct_by_group.items() if digits_of(g) <= k and n >= 10]
-    return bool(cells) and all(c >= LEARNT_SHARE * n for c, n in cells)
+    cells = [(c, n) for g, (c, n) in dev_correct_by_group.items() if lo <= digits_of(g) <= k and n >= 10]
+    return bool(cells) and all(c >= share * n for c, n in cells)
+
+
+def describe_accuracies(by_group: dict[str, list[int]]) -> str:
+    return ", ".join(f"{g} {c}/{n}" for g, (c, n) in by_group.items())
+
+
+def read_curve(path: Path, *, up_to: int | None = None) -> list[dict[str, Any]]:
+    """The rows of a JSON-lines curve in step order; a row logged again by a resumed training (same step, same
+    fields) replaces the earlier one."""
+    if not path.is_file():
+        return []
+    rows: dict[tuple[int, tuple[str, ...]], dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            if up_to is None or row.get("step", 0) <= up_to:
+                rows[(int(row.get("step", 0)), tuple(sorted(row)))] = row
+    return [rows[key] for key in sorted(rows, key=lambda key: key[0])]
+
+
+def gate_callback(cfg: BaseConfig, task: ArithmeticTask, tokenizer: Any, dev: list[Problem], curve: Path) -> Any:
+    """A Trainer callback: every ``gate.every`` steps, dev accuracy per digit count (greedy, the eval's own decoding)
+    appended to ``curve``; training stops at the first check where the range is learnt."""
+    from transformers import TrainerCallback
+
+    lo, k = cfg.data.digits
+    gate = cfg.gate
+
+    class DevGate(TrainerCallback):
+        learnt_at: int | None = None
+
+        def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
+            step = int(state.global_step)
+            if not gate.every or step % gate.every or model is None:
+                return
+            was_training = model.training
+            model.eval()
+            try:
+                by_digits = accuracy_by_digits(model, tokenizer, task, dev, batch_size=cfg.eval_batch_size)
+            finally:
+                model.train(was_training)
+            learnt = learnt_range(by_digits, k, share=gate.share, lo=lo)
+            loss = next((h["loss"] for h in reversed(state.log_history) if "loss" in h), None)
+            with curve.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"step": step, "loss": loss, "dev_correct_by_group": by_digits, "learnt": learnt}) + "\n")
+            log.info("base: step %d: dev %s%s", step, describe_accuracies(by_digits), " (range learnt)" if learnt else "")
+            if learnt:
+                self.learnt_at = step
+                control.should_training_stop = True
+
+    return DevGate()
+
+
+def plot_curves(train_rows: list[dict[str, Any]], dev_rows: list[dict[str, Any]], out: Path, title: str) -> Path | None:
+    """Loss per logged step above, dev accuracy per digit count at each gate check below; None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, (ax_loss, ax_dev) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    pts = [(r["step"], r["loss"]) for r in train_rows if "loss" in r]
+    if pts:
+        ax_loss.plot(*zip(*pts, strict=True), lw=1)
+        ax_loss.set_yscale("log")
+    ax_loss.set_ylabel("training loss")
+    ax_loss.set_title(title)
+    groups = sorted({g for r in dev_rows for g in r["dev_correct_by_group"]}, key=group_key)
+    for g in groups:
+        xs = [r["step"] for r in dev_rows if g in r["dev_correct_by_group"]]
+        ys = [c / n if n else 0.0 for c, n in (r["dev_correct_by_group"][g] for r in dev_rows if g in r["dev_correct_by_group"])]
+        ax_dev.plot(xs, ys, marker="o", ms=3, label=g)
+    learnt = [r["step"] for r in dev_rows if r.get("learnt")]
+    if learnt:
+        ax_dev.axvline(learnt[0], color="grey", ls="--", lw=1, label=f"range learnt (step {learnt[0]})")
+    ax_dev.set_ylim(-0.02, 1.02)
+    ax_dev.set_xlabel("optimizer step")
+    ax_dev.set_ylabel("dev accuracy (greedy)")
+    ax_dev.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+# --------------------------------------------------------------------------- the command
 
 
 def is_complete(folder: Path) -> bool:
@@ -308,6 +421,13 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
         save_checkpoint(build_model(cfg.architecture, tokenizer, cfg.seed), tokenizer, init)
     problems = training_problems(cfg, task)
     records = training_records(cfg, task, problems)
+    lo, k = cfg.data.digits
+    dev = task.load("dev", cfg.seed)
+    gate_dev = [p for p in dev if p.meta["digits"] <= k + 1]  # the range and k + 1 (the bootstrap's first step)
+    curve = work / DEV_CURVE_FILE
+    resumed_at = _last_trainer_step(work / "trainer")
+    _rewrite_curve(curve, up_to=resumed_at)  # checks after the resumed step are redone
+    callbacks = [gate_callback(cfg, task, tokenizer, gate_dev, curve)] if cfg.gate.every else []
     t = cfg.training
     star_cfg = StarConfig(model=str(init), task=cfg.task, task_options=cfg.task_options, batch_size=t.batch_size,
                           lr=t.lr, lr_scheduler=t.lr_scheduler, weight_decay=t.weight_decay, max_seq_len=t.max_seq_len,
@@ -315,12 +435,27 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
                           checkpoint_every=t.checkpoint_every)
     t0 = time.perf_counter()
     model, tok, stats = train(star_cfg, str(init), records, t.steps, work / "trainer", description="base: train",
-                              show_progress=show_progress, metrics_path=work / "metrics.jsonl", metrics_extra={"base": True})
+                              show_progress=show_progress, metrics_path=work / TRAIN_CURVE_FILE, metrics_extra={"base": True},
+                              callbacks=callbacks)
     stats["wall_s"] = round(time.perf_counter() - t0, 1)
+    dev_rows = read_curve(curve)
+    train_rows = read_curve(work / TRAIN_CURVE_FILE)
+    learnt_at = next((r["step"] for r in dev_rows if r["learnt"]), None)
+    if cfg.gate.every:
+        plot_curves(train_rows, dev_rows, work / CURVES_PLOT, f"star base, seed {cfg.seed}")
+        if learnt_at is None:
+            last = dev_rows[-1] if dev_rows else None
+            reached = (f"at step {last['step']} dev reached {describe_accuracies(last['dev_correct_by_group'])}"
+                       if last else "no dev check ran (gate.every > training.steps)")
+            message = (f"the base did not learn its range ({lo}..{k} digits, dev accuracy >= {cfg.gate.share:g} at each) "
+                       f"within {t.steps} steps: {reached}. Train longer (training.steps, then --resume), change the recipe "
+                       f"or the seed; its curves are in {work}")
+            if cfg.gate.required:
+                raise BaseNotLearnt(message)
+            log.warning("%s; saved anyway (gate.required: false)", message)
     from .loading import place_for_generation
 
     model = place_for_generation(model, "float32")
-    dev = task.load("dev", cfg.seed)
     t1 = time.perf_counter()
     by_digits = accuracy_by_digits(model, tok, task, dev, batch_size=cfg.eval_batch_size)
     info = {
@@ -335,6 +470,7 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
         "eval_wall_s": round(time.perf_counter() - t1, 1),
     }
     info["learnt_range"] = learnt_range(by_digits, info["k"])
+    info["gate"] = {**cfg.gate.model_dump(mode="json"), "learnt_at_step": learnt_at, "checks": len(dev_rows)}
     if not info["learnt_range"]:
         log.warning("the base did not learn its own range (digits <= k = %d; dev: %s): STaR needs a base that does; "
                     "train longer (training.steps) or build another seed", info["k"],
@@ -343,6 +479,9 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     staged = work / "model"
     save_checkpoint(model, tok, staged)
     write_json(staged / INFO_FILE, info)
+    for name in (TRAIN_CURVE_FILE, DEV_CURVE_FILE, CURVES_PLOT):  # the curves stay with the model
+        if (work / name).is_file():
+            shutil.copy2(work / name, staged / name)
     if out.exists():
         out.rmdir()  # empty (checked above)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -350,3 +489,20 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     shutil.rmtree(work, ignore_errors=True)
     log.info("base model in %s: %s", out, by_digits)
     return info
+
+
+def _last_trainer_step(trainer_dir: Path) -> int:
+    """The step of the newest complete trainer checkpoint in the work folder (0: none; training starts over)."""
+    steps = [int(c.name.removeprefix("checkpoint-")) for c in trainer_dir.glob("checkpoint-*")
+             if c.name.removeprefix("checkpoint-").isdigit() and (c / "trainer_state.json").is_file()]
+    return max(steps, default=0)
+
+
+def _rewrite_curve(path: Path, *, up_to: int) -> None:
+    """Keep a curve's rows up to the step a resumed training continues from (the later ones are logged again)."""
+    if path.is_file():
+        from ..io import atomic_write
+
+        rows = read_curve(path, up_to=up_to)
+        with atomic_write(path) as fh:
+            fh.write("".join(json.dumps(r) + "\n" for r in rows))

@@ -258,6 +258,7 @@ def train(
     world = dist_world_size()
     stats = {
         "steps": steps,
+        "global_step": int(trainer.state.global_step),  # < steps when a callback stopped the training early
         "examples": len(data),
         "completion_tokens": n_completion_tokens,
         "epochs": round(float(trainer.state.epoch or 0), 3),
