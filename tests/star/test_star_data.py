@@ -26,11 +26,12 @@ def test_pair_index_covers_the_space(digits: int) -> None:
 def test_default_pool_is_50000_uniform_and_disjoint_from_test_dev_exemplars() -> None:
     t = ArithmeticTask(1, 5, per_iteration=10_000)
     sizes = t.split_sizes()
-    # 1 digit: only 100 pairs exist, and twins of exemplars, test and dev problems are kept out of the rest
+    # 1 digit: only 100 pairs exist, and twins of exemplars, test and dev problems are kept out of the rest (and of
+    # each other: a dev draw that is a test problem's twin is replaced, which leaves 13 one-digit pairs, not 21)
     assert sizes["test"] == {1: 32, 2: 100, 3: 100, 4: 100, 5: 100}
     assert sizes["dev"] == {1: 8, 2: 50, 3: 50, 4: 50, 5: 50}
     assert sizes["pool"][3] == sizes["pool"][4] == sizes["pool"][5] == 10_000
-    assert sizes["pool"][1] == 21 and 8100 - 2 * (10 + 100 + 50) <= sizes["pool"][2] < 8100 - 10 - 100 - 50
+    assert sizes["pool"][1] == 13 and 8100 - 2 * (10 + 100 + 50) <= sizes["pool"][2] < 8100 - 10 - 100 - 50
     test, dev, pool = t.load("test", 0), t.load("dev", 0), t._split_parts()["pool"]
     ex = _pairs(t.exemplars(10))
     assert not _pairs(test) & _pairs(dev) and not _pairs(test) & _pairs(pool) and not _pairs(dev) & _pairs(pool)
@@ -45,8 +46,8 @@ def test_fresh_sample_each_iteration_never_test_or_dev() -> None:
     for s in samples:
         assert len(s) == 600 and not _pairs(s) & held_out
         assert len({p.id for p in s}) == len(s)
-        # one digit gives what it has (21 pairs); the rest is spread over 2 and 3 digits
-        assert {d: sum(p.meta["digits"] == d for p in s) for d in (1, 2, 3)} == {1: 21, 2: 290, 3: 289}
+        # one digit gives what it has (13 pairs); the rest is spread over 2 and 3 digits
+        assert {d: sum(p.meta["digits"] == d for p in s) for d in (1, 2, 3)} == {1: 13, 2: 294, 3: 293}
     assert _pairs(samples[0]) != _pairs(samples[1]) != _pairs(samples[2])
     assert len(_pairs(samples[0]) & _pairs(samples[1])) < 300  # mostly fresh problems
     assert [p.id for p in t.train_problems(2, 0)] == [p.id for p in samples[1]]  # resume draws the same sample
@@ -126,3 +127,16 @@ def test_compact_scratchpad_format() -> None:
     assert len(ArithmeticTask(20, 20).completion(long, None)) > 0
     with pytest.raises(ConfigError, match="scratchpad"):
         ArithmeticTask(1, 2, scratchpad="verbose")
+
+
+@pytest.mark.parametrize(("lo", "hi", "n_test", "n_dev"), [(1, 4, 200, 50), (1, 8, 200, 50), (1, 5, 100, 50)])
+def test_test_and_dev_hold_no_commuted_twins_of_each_other(lo: int, hi: int, n_test: int, n_dev: int) -> None:
+    """The bootstrap's test and dev held 5 commuted pairs (a + b in test, b + a in dev); a dev-chosen iteration then
+    saw a test problem's twin.  The test set itself is what it was (the same draw): only such dev problems moved."""
+    t = ArithmeticTask(lo, hi, n_test_per_digit=n_test, n_dev_per_digit=n_dev, pool_size=4000, scratchpad="compact")
+    test, dev = _pairs(t.load("test", 0)), _pairs(t.load("dev", 0))
+    assert not _twins(t.load("dev", 0)) & test and not test & dev
+    dev_pairs = [(p.meta["a"], p.meta["b"]) for p in t.load("dev", 0)]
+    assert not {(b, a) for a, b in dev_pairs if a != b} & set(dev_pairs)  # nor twins inside dev
+    sizes = t.split_sizes()
+    assert all(sizes["test"][d] == n_test and sizes["dev"][d] == n_dev for d in range(max(lo, 2), hi + 1))

@@ -166,7 +166,8 @@ class ArithmeticTask(Task):
     than asked; ``split_sizes()`` reports the real sizes.
 
     No part holds the commuted twin of another part's problem: ``b + a`` of a test, dev or exemplar
-    problem ``a + b`` is in no other part (a model could learn it from its twin).  Any digit count
+    problem ``a + b`` is in no other part (a model could learn it from its twin), and test and dev hold no twins
+    of each other.  Any digit count
     works (20 digits and beyond: indices are drawn without materialising the pair space).
 
     ``scratchpad``: ``paper`` (Figure 3) or ``compact`` (see the module docstring).
@@ -239,9 +240,24 @@ class ArithmeticTask(Task):
             # without them and without their commuted twins
             rng = random.Random(f"arithmetic-split-{self.o.split_seed}-{d}")
             held_out = self._draw(rng, d, n_test + n_dev, held)
-            held |= with_twins(set(held_out))
+            test = held_out[:n_test]
+            held |= with_twins(set(test))
+            # dev holds no commuted twin of a test problem (nor of another dev problem): such a draw is replaced
+            dev: list[tuple[int, int]] = []
+            for pair in held_out[n_test:]:
+                if pair not in held:
+                    dev.append(pair)
+                    held |= with_twins({pair})
+            while len(dev) < n_dev:
+                more = [pair for pair in self._draw(rng, d, n_dev - len(dev), held) if pair not in held]
+                if not more:
+                    break  # a small pair space (1 digit) has no more
+                for pair in more:
+                    if pair not in held:
+                        dev.append(pair)
+                        held |= with_twins({pair})
             pool = self._draw(random.Random(f"arithmetic-pool-{self.o.split_seed}-{d}"), d, n_pool, held)
-            for name, pairs in (("test", held_out[:n_test]), ("dev", held_out[n_test:]), ("pool", pool)):
+            for name, pairs in (("test", test), ("dev", dev), ("pool", pool)):
                 parts[name] += [self.make_problem(a, b, f"arith-{name}-{d}d-{j}") for j, (a, b) in enumerate(pairs)]
         self._parts = parts
         return parts
