@@ -1,15 +1,28 @@
-"""The STaR loop bootstraps: a tiny from-scratch base taught 1-2-digit sums (k = 2; 3 % of its examples are
-3-digit) is lifted by one STaR iteration on its own filtered rationales far past its 3-digit (k+1) accuracy.
+"""The STaR loop's mechanism, end to end, on a from-scratch base built in the test: two iterations on the CPU.
 
-This is the CI-sized version of the experiment in docs/star-results.md (top section): the same commands
-(``star base``, ``star run``) and the same report (:mod:`thoughtsource.star.bootstrap`), on a 0.37M-parameter
-3-layer model with rotary positions. The experiment uses NoPE, which length-generalises further, but a NoPE
-model this small learns the scratchpad late and at a seed-dependent step (pilots: 2 of 3 recipes had not within
-900 steps), while this RoPE recipe learns it in about 500 steps. Recorded run (the same recipe, one thread as here):
-3-digit test accuracy 77/200 = 38.5 % [32, 45] at iteration 0, 184/200 = 92.0 % [87, 95] after one iteration.
-It guards the loop itself: generation, the answer filter, rationalization, training from the base and evaluation.
-Breaking any of them (e.g. training on unfiltered rationales, or with the hint left in the training prompt) leaves
-3-digit accuracy at or below iteration 0's, and the test fails (see the closing note of issue 20).
+What this proves, on any machine of this kind (the float kernels of the CPU may differ; nothing here depends on
+where a fixed number of steps happens to land):
+
+* ``star base`` trains until its range is learnt: the gate stopped it at a dev check where every digit count of
+  its range (1-2 digits, k = 2) is solved >= 90 % of the time, and its loss and dev curves are kept beside it;
+* the precondition of bootstrapping holds: the base solves its range and a few, not all, k+1 = 3-digit problems
+  (3-digit gold scratchpads are a small share of its data, so it can do something there);
+* iteration 2's training records are the model's own judged generations: each completion is the text that
+  M_1 generated for that problem (zero-shot, or with the hint for a rationalization), each reaches the right
+  answer, and no training prompt carries the hint, so no gold scratchpad the model did not write is trained on;
+* iteration 2 trains from the base, not from iteration 1: training the base again on iteration 2's records with
+  the run's own settings gives exactly M_2's weights (training is deterministic on one CPU thread);
+* the loop lifts 3-digit test accuracy past iteration 0's Wilson 95 % interval by ``MARGIN`` (paired McNemar p
+  < 0.001), at the iteration dev chooses.
+
+What it does not prove: that STaR lifts digit counts never seen in gold (docs/star-results.md does that with a
+larger base), nor anything about pretrained models or GPUs.  Each guard above was checked by breaking the loop
+on purpose (the closing note of issue 29): removing the answer filter, training from M_{n-1}, and mixing gold
+scratchpads into the records each make a test here fail.
+
+``MARGIN`` was chosen on dev, not test: over the pilot runs of this recipe (seeds 0-2, this CPU's kernels and
+AVX2's; docs/benchmarks.md), 3-digit dev accuracy rose from iteration 0 to the dev-chosen iteration by at least
+``MIN_DEV_RISE``; the margin is half of that.
 """
 
 from __future__ import annotations
@@ -19,6 +32,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -28,6 +42,7 @@ pytest.importorskip("torch")
 
 from thoughtsource.star import bootstrap  # its test_rows must not be collected as a test
 from thoughtsource.star.plots import plot_digits
+from thoughtsource.star.tasks.arithmetic import ArithmeticTask
 
 pytestmark = pytest.mark.slow
 
@@ -43,13 +58,15 @@ TASK = {
 BASE = {
     "task_options": TASK,
     "architecture": {"layers": 3, "width": 96, "heads": 3, "intermediate": 288, "positions": "rope"},
-    "data": {"digits": [1, 2], "examples": 8000, "extra": {3: 0.03}, "hint_share": 0.2},
-    "training": {"steps": 600, "batch_size": 32, "lr": 3.0e-3, "warmup_steps": 30, "checkpoint_every": 0},
+    "data": {"digits": [1, 2], "examples": 8000, "extra": {3: 0.1}, "hint_share": 0.2},
+    "training": {"steps": 3000, "batch_size": 32, "lr": 1.0e-3, "lr_scheduler": "constant_with_warmup", "warmup_steps": 30,
+                 "checkpoint_every": 0},
+    "gate": {"every": 50, "share": 0.9},
 }
 RUN = {
     "task": "arithmetic",
     "task_options": TASK,
-    "iterations": 1,
+    "iterations": 2,
     "fewshot_k": 0,
     "steps": {"first": 150, "growth": "additive", "increase": 0, "warmup_steps": 20},
     "batch_size": 32,
@@ -58,62 +75,151 @@ RUN = {
     "weight_decay": 0.1,
     "seed": 0,
     "checkpoint_every": 0,
+    "keep_checkpoints": True,
     "generation": {"engine": "transformers", "batch_size": 256},
 }
-#: the rise the test demands on k+1 = 3 digits: iteration 1's accuracy at least this far above the upper end of
-#: iteration 0's Wilson 95 % interval (n = 200)
-MARGIN = 0.20
+K_PLUS_1 = "3-digit"
+#: the smallest rise of 3-digit dev accuracy (iteration 0 -> dev-chosen iteration) over the pilot runs
+MIN_DEV_RISE = 0.30
+#: the rise the test demands on test: the chosen iteration's accuracy at least this far above the upper end of
+#: iteration 0's Wilson 95 % interval (n = 200); half the smallest rise seen on dev
+MARGIN = MIN_DEV_RISE / 2
+#: the base must solve some k+1 problems but not most: bootstrapping needs room above and a foothold below
+K_PLUS_1_BASE_RANGE = (0.01, 0.6)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=1800, env=env)
+    return subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=3000, env=env)
 
 
-@pytest.mark.timeout(3600)  # minutes on a free 2-core machine; far more on a loaded one
-def test_star_bootstrap_lifts_k_plus_1_digit_accuracy_past_iteration_0(tmp_path: Path) -> None:
-    (tmp_path / "base.yaml").write_text(yaml.safe_dump(BASE))
-    p = _cli(
-        "star",
-        "base",
-        "--config",
-        str(tmp_path / "base.yaml"),
-        "--out",
-        str(tmp_path / "base_0"),
-        "--seed",
-        "0",
-        "--threads",
-        "1",
-        "--json",
-    )
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ROOT/base_0 (gated ``star base``) and ROOT/seed_0/star (two STaR iterations from it)."""
+    root = tmp_path_factory.mktemp("bootstrap")
+    (root / "base.yaml").write_text(yaml.safe_dump(BASE))
+    p = _cli("star", "base", "--config", str(root / "base.yaml"), "--out", str(root / "base_0"), "--seed", "0", "--threads", "1",
+             "--json")
     assert p.returncode == 0, p.stderr[-3000:]
-    assert json.loads(p.stdout)["k"] == 2
-    (tmp_path / "run.yaml").write_text(yaml.safe_dump({**RUN, "model": str(tmp_path / "base_0")}))
-    p = _cli(
-        "star",
-        "run",
-        "--config",
-        str(tmp_path / "run.yaml"),
-        "--out",
-        str(tmp_path / "seed_0" / "star"),
-        "--threads",
-        "1",
-        "--json",
-    )
+    (root / "run.yaml").write_text(yaml.safe_dump({**RUN, "model": str(root / "base_0")}))
+    p = _cli("star", "run", "--config", str(root / "run.yaml"), "--out", str(root / "seed_0" / "star"), "--threads", "1", "--json")
     assert p.returncode == 0, p.stderr[-3000:]
+    return root
 
-    rep = bootstrap.report(tmp_path, need=1)
+
+def _base_info(root: Path) -> dict[str, Any]:
+    return json.loads((root / "base_0" / "thoughtsource_base.json").read_text())
+
+
+def _rows(path: Path) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in json.loads(path.read_text())["rows"]} if path.is_file() else {}
+
+
+@pytest.mark.timeout(5400)  # minutes on a free 2-core machine; far more on a loaded one
+def test_the_base_trains_until_its_range_is_learnt_and_keeps_its_curves(experiment: Path) -> None:
+    info = _base_info(experiment)
+    assert info["k"] == 2 and info["learnt_range"]
+    gate = info["gate"]
+    # stopped by the gate, at a check, before the cap
+    assert gate["learnt_at_step"] is not None and gate["learnt_at_step"] % 50 == 0
+    assert info["training"]["global_step"] == gate["learnt_at_step"] < BASE["training"]["steps"]
+    for g in ("1-digit", "2-digit"):
+        c, n = info["dev_correct_by_group"][g]
+        assert n < 10 or c >= 0.9 * n, (g, c, n)
+    base = experiment / "base_0"
+    dev_curve = [json.loads(line) for line in (base / "dev_curve.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in dev_curve] == list(range(50, gate["learnt_at_step"] + 1, 50))
+    assert [r["learnt"] for r in dev_curve] == [False] * (len(dev_curve) - 1) + [True]
+    losses = [json.loads(line) for line in (base / "train_metrics.jsonl").read_text().splitlines()]
+    assert sum("loss" in r for r in losses) >= gate["learnt_at_step"] // 10 - 1  # logged every 10 steps
+    assert (base / "curves.png").stat().st_size > 10_000
+
+
+def test_the_base_meets_the_precondition_of_bootstrapping(experiment: Path) -> None:
+    """Its range solved, k+1 neither impossible nor already solved: otherwise this test says so, rather than the
+    bootstrap test failing on a base that could not bootstrap."""
+    rep = bootstrap.report(experiment, need=1)
+    test0 = rep["seeds"]["0"]["star"]["test_by_iteration"]["0"]
+    lo, hi = K_PLUS_1_BASE_RANGE
+    acc = test0[K_PLUS_1]["accuracy"]
+    if not lo <= acc <= hi:
+        pytest.fail(f"precondition of bootstrapping not met: the base's {K_PLUS_1} test accuracy is {acc:.3f}, outside "
+                    f"[{lo}, {hi}] (its curves: {experiment / 'base_0' / 'curves.png'}); the recipe needs changing, not the loop")
+    assert test0["2-digit"]["accuracy"] >= 0.85
+
+
+def test_iteration_2_trains_on_the_models_own_judged_generations(experiment: Path) -> None:
+    task = ArithmeticTask(**TASK)
+    run = experiment / "seed_0" / "star"
+    d = run / "iter_2"
+    gen, rat = _rows(d / "generate.json"), _rows(d / "rationalize.json")
+    problems = {p.id: p for p in task.train_problems(2, RUN["seed"])}
+    records = [json.loads(line) for line in (d / "train.jsonl").read_text().splitlines()]
+    assert records and len({r["id"] for r in records}) == len(records)
+    n_rationalized = 0
+    for r in records:
+        p = problems[r["id"]]
+        # the prompt is the bare question: never the hint
+        assert r["prompt"] == task.prompt(p, []) and "Target:\n" in r["prompt"] and f"Target: {p.answer}" not in r["prompt"]
+        source = rat[r["id"]] if r["rationalized"] else gen[r["id"]]
+        n_rationalized += r["rationalized"]
+        if r["rationalized"]:
+            assert not gen[r["id"]]["correct"] and source["prompt"] == task.prompt(p, [], hint=True)
+        else:
+            assert source["prompt"] == task.prompt(p, [])
+        # what is trained on is what M_1 wrote for this problem, judged right again here (independently of the loop)
+        assert r["completion"] == task.generated_completion(source["text"]), r["id"]
+        assert task.is_correct(p, source["text"]), (r["id"], source["text"])
+    # every judged-right generation was kept, each problem once
+    kept_expected = {i for i, g in gen.items() if task.is_correct(problems[i], g["text"])}
+    kept_expected |= {i for i, g in rat.items() if task.is_correct(problems[i], g["text"])}
+    assert {r["id"] for r in records} == kept_expected
+    assert 0 < n_rationalized < len(records)
+    # the generations came from M_1, the run's iteration-1 model
+    assert json.loads((d / "generate.json").read_text())["model"]["path"].endswith("iter_1/checkpoint")
+
+
+def test_iteration_2_trains_from_the_base_not_from_iteration_1(experiment: Path, tmp_path: Path) -> None:
+    """Train the base again on iteration 2's records with the run's own settings: exactly M_2's weights."""
+    run = experiment / "seed_0" / "star"
+    script = (
+        "import sys, torch; from thoughtsource.star.config import StarConfig; from thoughtsource.star.train import train;"
+        "from thoughtsource.star.tasks.base import TrainingRecord; from thoughtsource.io import read_json; import json;"
+        "torch.set_num_threads(1);"
+        f"cfg = StarConfig.model_validate(read_json({str(run / 'config.json')!r}));"
+        f"recs = [TrainingRecord(**json.loads(l)) for l in open({str(run / 'iter_2' / 'train.jsonl')!r})];"
+        f"train(cfg, {str(experiment / 'base_0')!r}, recs, cfg.steps.steps(2), {str(tmp_path / 'work')!r},"
+        f" checkpoint={str(tmp_path / 'again')!r}, show_progress=False)"
+    )
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=3000,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert p.returncode == 0, p.stderr[-3000:]
+    from safetensors.torch import load_file
+
+    again = load_file(tmp_path / "again" / "model.safetensors")
+    m2 = load_file(run / "iter_2" / "checkpoint" / "model.safetensors")
+    m1 = load_file(run / "iter_1" / "checkpoint" / "model.safetensors")
+    assert again.keys() == m2.keys()
+    differing = [k for k in m2 if not (again[k] == m2[k]).all()]
+    assert not differing, f"M_2 is not the base trained on iteration 2's records: {len(differing)} tensors differ"
+    assert any(not (m1[k] == m2[k]).all() for k in m2)
+
+
+def test_star_lifts_k_plus_1_accuracy_past_iteration_0(experiment: Path) -> None:
+    rep = bootstrap.report(experiment, need=1)
     star = rep["seeds"]["0"]["star"]
-    assert star["k"] == 2 and star["iterations"] == [0, 1]
-    before, after = star["test_by_iteration"]["0"]["3-digit"], star["test_by_iteration"]["1"]["3-digit"]
+    assert star["k"] == 2 and star["iterations"] == [0, 1, 2]
+    run = experiment / "seed_0" / "star"
+    metrics = json.loads((run / "metrics.json").read_text())
+    # the iteration dev chooses (3-digit dev accuracy, ties: earliest), among the trained ones
+    dev = {m["iteration"]: m["dev_correct_by_group"][K_PLUS_1] for m in metrics["iterations"]}
+    chosen = max((1, 2), key=lambda n: (dev[n][0] / dev[n][1], -n))
+    before, after = star["test_by_iteration"]["0"][K_PLUS_1], star["test_by_iteration"][str(chosen)][K_PLUS_1]
     assert before["n"] == after["n"] == 200
-    assert after["accuracy"] >= before["ci95"][1] + MARGIN, (before, after)
-    # the loop kept the model's own correct rationales, and the kept-data audit counts them
-    (kept,) = star["kept"]
-    assert 0 < kept["answer_correct"] <= kept["train_n"] and kept["verified"] <= kept["answer_correct"]
-    run = tmp_path / "seed_0" / "star"
-    assert (
-        bootstrap.paired(bootstrap.test_rows(run, 1)["3-digit"], bootstrap.test_rows(run, 0)["3-digit"])["p_value"] < 0.001
-    )  # exact McNemar, paired
-    plot_digits(rep, "0", tmp_path / "digits.png")
-    assert (tmp_path / "digits.png").stat().st_size > 0
+    assert after["accuracy"] >= before["ci95"][1] + MARGIN, (chosen, before, after)
+    assert bootstrap.paired(bootstrap.test_rows(run, chosen)[K_PLUS_1], bootstrap.test_rows(run, 0)[K_PLUS_1])["p_value"] < 0.001
+    # the kept-data audit counts the model's own correct rationales
+    for kept in star["kept"]:
+        assert 0 < kept["answer_correct"] <= kept["train_n"] and kept["verified"] <= kept["answer_correct"]
+    plot_digits(rep, "0", experiment / "digits.png")
+    assert (experiment / "digits.png").stat().st_size > 0
