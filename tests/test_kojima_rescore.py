@@ -77,3 +77,27 @@ def test_flexible_mode_on_the_cot_logs_is_close_to_strict(logs_dir: Path) -> Non
         s, f = rescore_log(log, "strict"), rescore_log(log, "flexible")
         assert f.our_accuracy >= s.our_accuracy - 1e-9
         assert f.our_accuracy - s.our_accuracy <= 0.5, name
+
+
+def test_svamp_wrong_large_numbers_are_scored_wrong(logs_dir: Path) -> None:
+    # Records 497 and 665 of the SVAMP zero-shot-CoT log: 1,201,587 for gold 1,201,565 and 1,363,393 for
+    # 1,363,293. A relative tolerance of 1e-4 called both right and booked them as "kojima-string-compare".
+    from thoughtsource.extract import extract, gold_value, is_correct
+
+    log = read_kojima_log_file(logs_dir / "svamp_zero_shot_cot.log")
+    records = {r.index: r for r in log.records}
+    for index, value, gold in ((497, 1201587.0, 1201565.0), (665, 1363393.0, 1363293.0)):
+        r = records[index]
+        e = extract(r.extraction_text, "number")
+        assert (e.value, gold_value("number", [r.gold])) == (value, gold)
+        assert not is_correct(e.value, "number", gold_value("number", [r.gold]))
+    result = rescore_log(log, "strict")
+    booked = {i for ids in result.disagreements.values() for i in ids}
+    assert not booked & {497, 665}
+    assert result.our_accuracy == pytest.approx(63.2)
+
+
+def test_string_compare_class_only_holds_records_we_score_right(logs_dir: Path) -> None:
+    for name in LOGS:
+        r = rescore_log(read_kojima_log_file(logs_dir / f"{name}.log"), "strict")
+        assert r.lost.get("kojima-string-compare", 0) == 0, name

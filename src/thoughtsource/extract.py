@@ -30,7 +30,9 @@ Per type, inside the sentence after an answer phrase:
 ``number`` -> ``float``
     "-3", "−3", "1,000", "$5.50", "50%", "3/4", "3 1/2", ".5", "12 km/h"; after an "=" the result is
     taken ("3 x 15 = 45" -> 45); a few number words ("twelve").  Two numbers joined by "or" are
-    ``ambiguous``.  Compared with a relative tolerance of 1e-4 (and 1e-6 absolute).
+    ``ambiguous``.  Compared exactly (:func:`numbers_equal`): integers exactly, decimals at the precision the
+    gold states (gold 3.5 accepts 3.50, not 3.5004), fractions as fractions; a value of 15 or more significant
+    digits (a float's repr, a fraction that does not terminate) stands for the number it rounds.
 ``bool`` -> ``bool``
     yes/no/true/false in their usual forms ("Yes.", "No, it would not", "**True**"); "no" counts only
     at the start of the sentence or before punctuation ("there is no evidence" is not an answer); when
@@ -52,6 +54,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
@@ -66,6 +69,7 @@ __all__ = [
     "gold_value",
     "is_correct",
     "normalize_text",
+    "numbers_equal",
     "text_f1",
 ]
 
@@ -651,12 +655,50 @@ def gold_value(answer_type: str, gold: Sequence[str], choices: Sequence[str] = (
     return None
 
 
+# A float whose shortest repr has this many significant digits is a computed value (2/3 -> 0.6666666666666666),
+# not a stated one: it stands for the number it rounds.
+_COMPUTED_DIGITS = 15
+
+
+def _decimal(x: float) -> Decimal:
+    return Decimal(repr(float(x)))
+
+
+def _significant(d: Decimal) -> int:
+    return len(d.normalize().as_tuple().digits)
+
+
+def numbers_equal(value: float, gold: float) -> bool:
+    """Whether a predicted number equals the gold one, exactly as a careful reader compares them.
+
+    Integers exactly (1,201,587 is not 1,201,565); decimals at the precision the gold states (gold 3.5 accepts
+    3.50, not 3.5004); fractions as fractions (3/4 = 0.75).  Two exceptions, both about values that are not
+    written exactly: a gold of 15 or more significant digits is a float's repr of a computed value (AddSub's
+    "0.6666666666666666"), equal to any prediction that agrees to 12 significant digits; a prediction of 15 or
+    more significant digits (the model wrote 2/3 or 0.6666666666666667) is right for a gold stated with at least
+    two decimals when it rounds to it (2/3 for gold 0.67).
+    """
+    v, g = float(value), float(gold)
+    if v == g:
+        return True
+    if not (math.isfinite(v) and math.isfinite(g)):
+        return False
+    gd = _decimal(g)
+    if _significant(gd) >= _COMPUTED_DIGITS:
+        return math.isclose(v, g, rel_tol=1e-12, abs_tol=1e-12)
+    vd = _decimal(v)
+    exponent = int(gd.normalize().as_tuple().exponent)
+    if _significant(vd) >= _COMPUTED_DIGITS and exponent <= -2:
+        return vd.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_UP) == gd
+    return False
+
+
 def is_correct(value: Any, answer_type: str, gold: Any) -> bool:
     """Whether an extracted value matches a gold value (both as returned by :func:`extract` / :func:`gold_value`)."""
     if value is None or gold is None:
         return False
     if answer_type == "number":
-        return math.isclose(float(value), float(gold), rel_tol=1e-4, abs_tol=1e-6)
+        return numbers_equal(value, gold)
     if answer_type == "text":
         norm = normalize_text(str(value))
         golds = (gold,) if isinstance(gold, str) else gold

@@ -427,7 +427,7 @@ def rescore_log(log: KojimaLog, mode: str = "strict") -> RescoreResult:
         if ours == theirs:
             continue
         reason = "other"
-        if t == "number" and not theirs and is_correct(gold_value("number", [r.pred]), t, gold):
+        if t == "number" and ours and is_correct(gold_value("number", [r.pred]), t, gold):
             reason = "kojima-string-compare"
         elif e.rule == "ambiguous":
             reason = "ambiguous-list"
