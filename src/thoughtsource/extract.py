@@ -631,17 +631,22 @@ def extract(
 
 
 def gold_value(answer_type: str, gold: Sequence[str], choices: Sequence[str] = ()) -> Any:
-    """The gold answer in the form :func:`extract` returns (letter, float, bool, str, frozenset); None if unusable."""
+    """The gold answer in the form :func:`extract` returns (letter, float, bool, str, frozenset); None if unusable.
+
+    A multiple-choice gold whose text is the text of several choices is the frozenset of their letters.
+    """
     if not gold:
         return None
     g = str(gold[0])
     if answer_type == "multiplechoice":
-        if g in choices:
-            return chr(65 + list(choices).index(g))
-        norm = normalize_text(g)
-        for i, c in enumerate(_choices(tuple(choices)).norms):
-            if c == norm:
-                return chr(65 + i)
+        # The gold is stored as the text of a choice (the ThoughtSource schema); where several choices have that
+        # text (AQuA test 125: B and E are both "6 kmph"), every one of their letters is right.
+        letters = [chr(65 + i) for i, c in enumerate(choices) if c == g]
+        if not letters:
+            norm = normalize_text(g)
+            letters = [chr(65 + i) for i, c in enumerate(_choices(tuple(choices)).norms) if c == norm]
+        if letters:
+            return letters[0] if len(letters) == 1 else frozenset(letters)
         s = g.strip().strip("()").upper()
         return s if len(s) == 1 and s.isalpha() else None
     if answer_type == "number":
@@ -697,6 +702,8 @@ def is_correct(value: Any, answer_type: str, gold: Any) -> bool:
     """Whether an extracted value matches a gold value (both as returned by :func:`extract` / :func:`gold_value`)."""
     if value is None or gold is None:
         return False
+    if answer_type == "multiplechoice" and isinstance(gold, frozenset):
+        return value in gold
     if answer_type == "number":
         return numbers_equal(value, gold)
     if answer_type == "text":

@@ -74,3 +74,23 @@ def test_unpinned_train_file_is_used_with_a_warning(data_dir: Path, tmp_path: Pa
     assert [s.id for s in samples] == ["aqua-train-1", "aqua-train-2", "aqua-train-3"]
     assert samples[0].answer == ["32400"]
     assert "no checksum is pinned" in caplog.text and "train.json" in caplog.text
+
+
+def test_duplicate_choice_texts_accept_every_letter_with_the_gold_text(load_split, data_dir: Path) -> None:
+    # AQuA test 125: B and E are both "6 kmph", the source's gold is E. The sample keeps the gold as choice text,
+    # which used to map back to the first letter (B), so the model's " E." (Kojima's aqua_zero_shot_cot log,
+    # record 135, the same question) was scored wrong.
+    from thoughtsource.extract import extract, gold_value, is_correct
+
+    raw = raw_lines(data_dir, "test.json")[124]
+    assert raw["options"][1] == "B)6 kmph" and raw["options"][4] == "E)6 kmph" and raw["correct"] == "E"
+    samples = {x.id: x for x in load_split("aqua", "test")}
+    s = samples["aqua-test-125"]
+    gold = gold_value(s.type, s.answer, s.choices)
+    assert gold == frozenset({"B", "E"})
+    for text, ok in ((" E.", True), (" B.", True), (" A.", False)):
+        assert is_correct(extract(text, s.type, choices=s.choices).value, s.type, gold) is ok
+    duplicated = sorted(
+        x.id for x in samples.values() if sum(c == x.answer[0] for c in x.choices) > 1
+    )
+    assert duplicated == ["aqua-test-118", "aqua-test-125", "aqua-test-127", "aqua-test-194"]
