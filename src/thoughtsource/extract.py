@@ -14,7 +14,10 @@ Two modes, reported separately (as lm-evaluation-harness does with its ``strict-
     "the answer is"), or an explicit phrase in the text ("the answer is", "Answer:", "the correct
     option is", "####", ``\\boxed{}``).  Only the first sentence after the phrase is read.  When
     several phrases occur, the last one that states an answer wins (an answer stated and then
-    revised counts as revised); a phrase followed by "not" is skipped.
+    revised counts as revised); a phrase followed by "not" is skipped.  Numbers: a phrase that restates
+    the answer in another form ("The answer (as a fraction) is 1/4") never overrides the one before it,
+    and a text cut off inside the sentence of its last answer phrase ("... The answer is 6", of 6000?)
+    is ``truncated`` when it is a CoT (an extraction output keeps the answer at its start).
 ``flexible``
     The strict answer when there is one; otherwise a type-specific fallback over the whole text: the
     last number, the last wrapped choice letter ("(B)", "B)", "option B"), the last yes/no/true/false,
@@ -91,6 +94,7 @@ class Extraction(NamedTuple):
 
 NONE = Extraction(None, "none")
 AMBIGUOUS = Extraction(None, "ambiguous")
+TRUNCATED = Extraction(None, "truncated")  # the text was cut off while it stated its answer
 
 # ---------------------------------------------------------------------------------------------
 # Text clean-up and answer phrases
@@ -274,10 +278,64 @@ def _number_in_span(span: str) -> Extraction | None:
     return None
 
 
-def _extract_number(text: str, mode: Mode, source: Source) -> Extraction:
-    for _, span in _spans(text, source):
+# "The answer (as a fraction) is 1/4", "The answer (in words) is ...", "if we write this answer in words, the answer
+# would be": the same answer restated in another form, which never overrides the answer stated before it.
+_RESTATED = re.compile(
+    r"\b(?:as\s+an?\s+(?:fraction|decimal|percent(?:age)?|mixed\s+number|whole\s+number)"
+    r"|in\s+(?:words|(?:fraction(?:al)?|decimal|percent(?:age)?|simplest|word)\s+form)|words)\b",
+    re.I,
+)
+# An answer phrase in prose ("the answer is", "would be"): a number right at the end of the text after one, with no
+# sentence end, may have been cut off while it was written ("... The answer is 6" of "6000").
+_PROSE_PHRASE = re.compile(r"(?:is|be)(?:\s*:)?$", re.I)
+
+
+def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[str, bool]] | None:
+    """(sentence, restates an earlier answer) after each answer phrase, last phrase first.
+
+    A CoT cut off in the sentence of its last answer phrase is None (not answered); an extraction
+    output, whose start is its answer, loses only that cut phrase.  ``open_end``: the text as written (before
+    mark-up was removed) ends in a digit ("**1,250**" is closed)."""
+    out: list[tuple[str, bool]] = []
+    low = text.lower()
+    if any(k in low for k in _ANCHOR_KEYS):
+        for m in _ANCHOR.finditer(text):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            restated = bool(_RESTATED.search(text, max(line_start, m.start() - 60), m.end()))
+            out.append((_span(text, m.end()), restated))
+        last = list(_ANCHOR.finditer(text))[-1] if out else None
+        end = text.rstrip()
+        if (
+            last is not None
+            and open_end
+            and end[-1:].isdigit()
+            and _PROSE_PHRASE.search(last.group(0))
+            and not _SPAN_END.search(text, last.end(), len(end))
+        ):
+            if source != "extraction":
+                return None  # a CoT cut off mid-sentence: not answered
+            out.pop()  # an extraction output answered at its start; the cut phrase after it does not count
+    if source == "extraction":
+        out.insert(0, (_span(text, 0), False))
+    out.reverse()
+    return out
+
+
+def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True) -> Extraction:
+    phrases = _number_phrases(text, source, open_end)
+    if phrases is None:
+        return TRUNCATED
+    restated: list[str] = []
+    for span, again in phrases:
+        if again:
+            restated.append(span)
+            continue
         if _NEGATED.match(span):
             continue
+        r = _number_in_span(span)
+        if r is not None:
+            return r
+    for span in restated:  # only a restatement states an answer ("The answer (in words) is twelve.")
         r = _number_in_span(span)
         if r is not None:
             return r
@@ -616,9 +674,10 @@ def extract(
         bare = _bare(text, answer_type, choices)
         if bare is not None:
             return bare
+    open_end = text.rstrip()[-1:].isdigit()
     text = _clean(text, source)
     if answer_type == "number":
-        return _extract_number(text, mode, source)
+        return _extract_number(text, mode, source, open_end)
     if answer_type == "multiplechoice":
         return _extract_mc(text, mode, source, _choices(tuple(choices)))
     if answer_type == "bool":
