@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .extract import MODES, Extraction, Mode, extract, gold_value, is_correct, normalize_text, text_f1
+from .extract import MODES, Extraction, Mode, extract, gold_value, is_correct, latex_key, normalize_text, text_f1
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
 from .schema import SampleSource, model_name
 
@@ -119,6 +119,8 @@ def _vote_key(value: Any, answer_type: str) -> Any:
         return round(float(value), 6) + 0.0
     if answer_type == "text":
         return normalize_text(str(value))
+    if answer_type == "math":
+        return latex_key(str(value))
     return value
 
 

@@ -71,6 +71,9 @@ __all__ = [
     "extract",
     "gold_value",
     "is_correct",
+    "last_boxed",
+    "latex_key",
+    "math_equal",
     "normalize_text",
     "numbers_equal",
     "text_f1",
@@ -319,6 +322,39 @@ def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[str
         out.insert(0, (_span(text, 0), False))
     out.reverse()
     return out
+
+
+# LaTeX numerics, rewritten as plain numbers before a number is read: "3\frac{3}{4}" (3 3/4), "\frac12",
+# "3^{4}" (81), "2.5 \times 10^{4}" (25000), "\$5", "50\%", "\text{ cm}", "90^\circ", "1{,}000".
+_TEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+_TEX_MIXED = re.compile(r"(\d)\s*\\[dt]?frac\s*\{(\d+)\}\s*\{(\d+)\}")
+_TEX_FRAC_SHORT = re.compile(r"\\[dt]?frac\s*(\d)\s*(\d)")
+_TEX_SCI = re.compile(r"(\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×)\s*10\s*\^\s*(?:\{\s*([-−]?\d+)\s*\}|([-−]?\d+))")
+_TEX_POWER = re.compile(r"(?<![\d.])(\d+)\s*\^\s*(?:\{\s*(\d+)\s*\}|(\d))(?!\s*\\circ)")
+_TEX_SPACES = re.compile(r"\\[,;:! ]|\\left|\\right|\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
+
+
+def _sci(m: re.Match[str]) -> str:
+    exponent = int((m.group(2) or m.group(3)).replace("−", "-"))
+    if abs(exponent) > 30:
+        return m.group(0)
+    return format(Decimal(m.group(1)).scaleb(exponent).normalize(), "f")
+
+
+def _power(m: re.Match[str]) -> str:
+    base, exponent = int(m.group(1)), int(m.group(2) or m.group(3))
+    return str(base**exponent) if exponent <= 64 and base.bit_length() * exponent <= 200 else m.group(0)
+
+
+def _latex_numbers(text: str) -> str:
+    """``text`` with LaTeX numerics written as plain numbers (only the forms listed above; the rest is left)."""
+    text = _TEX_TEXT.sub(r" \1", text)
+    text = text.replace("\\$", "$").replace("\\%", "%").replace("{,}", ",")
+    text = _TEX_SPACES.sub("", text)
+    text = _TEX_MIXED.sub(r"\1 \2/\3", text)
+    text = _TEX_FRAC_SHORT.sub(r"\1/\2", text)
+    text = _TEX_SCI.sub(_sci, text)
+    return _TEX_POWER.sub(_power, text)
 
 
 def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True) -> Extraction:
@@ -613,6 +649,156 @@ def _extract_collection(text: str, mode: Mode, source: Source) -> Extraction:
 
 
 # ---------------------------------------------------------------------------------------------
+# Math (LaTeX answers, MATH-500)
+# ---------------------------------------------------------------------------------------------
+
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
+_MATH_PHRASE = re.compile(
+    r"\b(?:final\s+answer|answer)(?:\s*\([^()\n]{0,40}\))?\s*(?:is|would\s+be|will\s+be|=|:)(?:\s*:)?[ \t]*", re.I
+)
+_MATH_DELIMS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
+_MATH_SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
+_INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$]+)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
+
+
+def _braced(text: str, start: int) -> str | None:
+    """The content of the brace group opening at ``text[start]`` ("{"), None when it is never closed."""
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == "{" and (i == 0 or text[i - 1] != "\\"):
+            depth += 1
+        elif c == "}" and text[i - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : i]
+    return None
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last closed ``\\boxed{…}`` / ``\\fbox{…}`` of ``text`` ("\\boxed 5" too), None if none."""
+    found = None
+    for m in _BOXED.finditer(text):
+        if m.end() < len(text) and text[m.end()] == "{":
+            content = _braced(text, m.end())
+        else:
+            token = re.match(r"[^\s$]+", text[m.end() :])
+            content = token.group(0) if token else None
+        if content is not None and content.strip():
+            found = content
+    return found
+
+
+def _math_value(s: str) -> str | None:
+    s = s.strip().rstrip(".").strip()
+    for a, b in _MATH_DELIMS:
+        if s.startswith(a) and s.endswith(b) and len(s) > len(a) + len(b):
+            s = s[len(a) : -len(b)].strip()
+            break
+    inner = last_boxed(s)
+    return (inner if inner is not None else s).strip() or None
+
+
+def _math_after(text: str, pos: int) -> str | None:
+    """The answer written at ``pos``: a math span ("$…$", "\\(…\\)") or the rest of the sentence."""
+    rest = text[pos : pos + 600]
+    for a, b in _MATH_DELIMS:
+        if rest.startswith(a):
+            end = rest.find(b, len(a))
+            if end > len(a):
+                return _math_value(rest[len(a) : end])
+    m = _MATH_SENTENCE_END.search(rest)
+    return _math_value(rest[: m.start()] if m else rest)
+
+
+def _extract_math(text: str, mode: Mode, source: Source) -> Extraction:
+    """A LaTeX answer as a string: the last ``\\boxed{}``, else the answer after the last answer phrase
+    ("The final answer is $\\frac{1}{2}$"); think blocks are dropped first."""
+    if "</think>" in text or "<think>" in text:
+        from .reasoning import strip_think
+
+        text = strip_think(text)
+        if not text:
+            return TRUNCATED
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return Extraction(boxed.strip(), "math:boxed")
+    for m in reversed(list(_MATH_PHRASE.finditer(text))):
+        v = _math_after(text, m.end())
+        if v is not None and not _NEGATED.match(v):
+            return Extraction(v, "math:after-phrase")
+    if source == "extraction":
+        v = _math_after(text, len(text) - len(text.lstrip(" \t:")))
+        if v is not None:
+            return Extraction(v, "math:after-phrase")
+    if mode == "flexible":
+        spans = list(_INLINE_MATH.finditer(text))
+        if spans:
+            last = spans[-1]
+            v = _math_value(next(g for g in last.groups() if g is not None))
+            if v is not None:
+                return Extraction(v, "math:last-math")
+        nums = list(_NUM.finditer(text))
+        if nums:
+            return Extraction(nums[-1].group(0).strip(), "math:last-number")
+    return NONE
+
+
+_PLAIN_NUMBER = re.compile(r"[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-−]?\.\d+")
+_LATEX_NOISE = re.compile(r"\\left|\\right|\\[,;:! ]|\s+|\\displaystyle|^\$|\$$")
+
+
+def latex_key(s: str) -> str:
+    """A LaTeX answer with spacing, \\left/\\right and \\dfrac/\\tfrac told apart from nothing: equal keys, equal answers."""
+    return _LATEX_NOISE.sub("", s).replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+
+
+def _plain_number(s: str) -> float | None:
+    s = s.strip()
+    return float(s.replace(",", "").replace("−", "-")) if _PLAIN_NUMBER.fullmatch(s) else None
+
+
+@lru_cache(maxsize=16384)
+def _parsed(latex: str) -> tuple[Any, ...]:
+    import threading
+
+    from math_verify import parse
+
+    timeout = 5 if threading.current_thread() is threading.main_thread() else None  # signal-based: main thread only
+    try:
+        return tuple(parse(f"\\boxed{{{latex}}}", parsing_timeout=timeout))  # type: ignore[arg-type]
+    except Exception:
+        return ()
+
+
+def math_equal(value: str, gold: str) -> bool:
+    """Whether two LaTeX answers are equivalent: the same up to spacing, else equal plain numbers
+    (:func:`numbers_equal`, the fast path), else `math-verify <https://github.com/huggingface/Math-Verify>`_'s
+    ``verify(parse(gold), parse(value))`` (fractions, radicals, tuples, intervals, sets, units, ``\\text{}``)."""
+    if latex_key(value) == latex_key(gold):
+        return True
+    p, g = _plain_number(value), _plain_number(gold)
+    if p is not None and g is not None:
+        return numbers_equal(p, g)
+    try:
+        import threading
+
+        from math_verify import verify
+    except ImportError:  # pragma: no cover - the math extra is part of every install we test
+        from .errors import ThoughtSourceError
+
+        raise ThoughtSourceError("scoring 'math' answers needs math-verify: pip install 'thoughtsource[math]'") from None
+    gp, vp = _parsed(gold), _parsed(value)
+    if not gp or not vp:
+        return False
+    timeout = 5 if threading.current_thread() is threading.main_thread() else None
+    try:
+        return bool(verify(list(gp), list(vp), timeout_seconds=timeout))
+    except Exception:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------------------------
 
@@ -674,7 +860,11 @@ def extract(
         bare = _bare(text, answer_type, choices)
         if bare is not None:
             return bare
+    if answer_type == "math":
+        return _extract_math(text, mode, source)
     open_end = text.rstrip()[-1:].isdigit()
+    if answer_type == "number" and ("\\" in text or "^" in text or "{,}" in text):
+        text = _latex_numbers(text)
     text = _clean(text, source)
     if answer_type == "number":
         return _extract_number(text, mode, source, open_end)
@@ -716,6 +906,8 @@ def gold_value(answer_type: str, gold: Sequence[str], choices: Sequence[str] = (
         return tuple(str(x) for x in gold)
     if answer_type == "collection":
         return frozenset(n for n in (normalize_text(x) for x in gold) if n)
+    if answer_type == "math":
+        return g.strip() or None
     return None
 
 
@@ -765,6 +957,8 @@ def is_correct(value: Any, answer_type: str, gold: Any) -> bool:
         return value in gold
     if answer_type == "number":
         return numbers_equal(value, gold)
+    if answer_type == "math":
+        return math_equal(str(value), str(gold))
     if answer_type == "text":
         norm = normalize_text(str(value))
         golds = (gold,) if isinstance(gold, str) else gold

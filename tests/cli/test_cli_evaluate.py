@@ -186,3 +186,16 @@ def test_evaluate_without_reasoning_models_writes_no_reasoning_tables(tmp_path: 
     r = runner.invoke(app, ["evaluate", str(examples_dir / "annotated" / "annotated_wt_davinci.json"), "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "reasoning length" not in r.output and not (out / "reasoning.csv").exists() and not (out / "reasoning.png").exists()
+
+
+def test_an_unknown_answer_type_is_one_line_naming_file_sample_and_type(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"mydata": {"train": [
+        {"id": "s1", "question": "q?", "type": "number", "answer": ["1"]},
+        {"id": "s2", "question": "q?", "type": "latex", "answer": ["1"]},
+    ]}}), encoding="utf-8")  # fmt: skip
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(path)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and p.stdout == ""
+    (line,) = p.stderr.strip().splitlines()
+    assert str(path) in line and "mydata/train/s2" in line and "'latex'" in line and "'math'" in line
