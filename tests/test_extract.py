@@ -455,3 +455,10 @@ def test_math_extraction(text: str, mode: str, value: str | None, rule: str) -> 
 )
 def test_math_equal(pred: str, gold: str, ok: bool) -> None:
     assert is_correct(pred, "math", gold_value("math", [gold])) is ok
+
+
+def test_math_answer_cut_off_inside_its_math_span_is_not_read() -> None:
+    # the embedded model on MATH-500 (extraction output cut at max_tokens): the last phrase's "$...$" never closes,
+    # so the earlier complete answer stands
+    text = "$f(1986) = 1986.$\n\nThe answer is $f(1986) = 1"
+    assert extract(text, "math") == ("f(1986) = 1986", "math:after-phrase")

@@ -705,8 +705,8 @@ def _math_after(text: str, pos: int) -> str | None:
     for a, b in _MATH_DELIMS:
         if rest.startswith(a):
             end = rest.find(b, len(a))
-            if end > len(a):
-                return _math_value(rest[len(a) : end])
+            # a math span that is never closed was cut off ("The answer is $f(1986) = 1"): no answer
+            return _math_value(rest[len(a) : end]) if end > len(a) else None
     m = _MATH_SENTENCE_END.search(rest)
     return _math_value(rest[: m.start()] if m else rest)
 
