@@ -860,14 +860,14 @@ def extract(
         bare = _bare(text, answer_type, choices)
         if bare is not None:
             return bare
+    if answer_type == "number":
+        open_end = text.rstrip()[-1:].isdigit()
+        if "\\" in text or "^" in text or "{,}" in text:
+            text = _latex_numbers(text)
+        return _extract_number(_clean(text, source), mode, source, open_end)
     if answer_type == "math":
         return _extract_math(text, mode, source)
-    open_end = text.rstrip()[-1:].isdigit()
-    if answer_type == "number" and ("\\" in text or "^" in text or "{,}" in text):
-        text = _latex_numbers(text)
     text = _clean(text, source)
-    if answer_type == "number":
-        return _extract_number(text, mode, source, open_end)
     if answer_type == "multiplechoice":
         return _extract_mc(text, mode, source, _choices(tuple(choices)))
     if answer_type == "bool":
