@@ -455,6 +455,47 @@ def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
     return table[[*keys, *ACCURACY_COLUMNS]]
 
 
+MEAN_OVER_DATASETS = "mean over datasets"
+
+
+def mean_over_datasets(accuracy: pd.DataFrame) -> pd.DataFrame:
+    """One row per model, instruction, CoT trigger and mode whose accuracy was measured on two or more datasets (or
+    splits): the unweighted mean of their accuracies (the macro average the ThoughtSource papers report), ``dataset``
+    :data:`MEAN_OVER_DATASETS`, ``n``/``questions``/``correct``/``no_answer`` summed, no interval (a mean of
+    proportions over different question sets has no binomial one).  The answer extraction usually differs per
+    dataset (Kojima's per-type prompts) and is left empty; where one dataset was scored with several extractions,
+    the mean is taken per extraction."""
+    import numpy as np
+    import pandas as pd
+
+    keys = ["model", "instruction", "cot_trigger", "mode"]
+    if accuracy.empty:
+        return accuracy.iloc[0:0]
+    groups: list[pd.DataFrame] = []
+    for _, g in accuracy.groupby(keys, sort=True, dropna=False):
+        if g.duplicated(["dataset", "split"]).any():
+            groups.extend(sub for _, sub in g.groupby("answer_extraction", sort=True, dropna=False))
+        else:
+            groups.append(g)
+    rows = []
+    for g in groups:
+        if len(g) < 2:
+            continue
+        first = g.iloc[0]
+        row: dict[str, Any] = {k: first[k] for k in keys}
+        extractions = g["answer_extraction"].unique()
+        row.update(dataset=MEAN_OVER_DATASETS, split="", answer_extraction=extractions[0] if len(extractions) == 1 else "")
+        for col in ("n", "questions", "correct", "no_answer", "truncated", "contradictions"):
+            if col in g:
+                row[col] = int(g[col].sum())
+        row["accuracy"] = float(g["accuracy"].mean())
+        row["f1"] = float(g["f1"].mean()) if "f1" in g and g["f1"].notna().any() else np.nan
+        for col in ("ci_low", "ci_high", "stderr"):
+            row[col] = np.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=accuracy.columns) if rows else accuracy.iloc[0:0]
+
+
 def _questions_by_mode(
     answers: pd.DataFrame,
     values: dict[str, list[Any]],
@@ -690,8 +731,16 @@ def _markdown(frame: pd.DataFrame) -> str:
     return shown.to_markdown(index=False, disable_numparse=True) + "\n"  # "0.760" stays as written
 
 
+def _accuracy_markdown(frame: pd.DataFrame) -> str:
+    import pandas as pd
+
+    mean = mean_over_datasets(frame)
+    return _markdown(pd.concat([frame, mean], ignore_index=True) if not mean.empty else frame)
+
+
 def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Path]:
-    """accuracy.csv/.md, majority.csv/.md (when there are repeated samples), reasoning.csv/.md and
+    """accuracy.csv/.md (the Markdown with a mean-over-datasets row per combination measured on several datasets),
+    majority.csv/.md (when there are repeated samples), reasoning.csv/.md and
     accuracy_by_length.csv/.md (when a reasoning model wrote CoTs) and answers.csv, written atomically."""
     from .io import atomic_write
 
@@ -705,7 +754,9 @@ def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Pa
     for name, frame in tables:
         if name != "accuracy" and frame.empty:
             continue
-        for ext, render in (("csv", lambda f: f.to_csv(index=False)), ("md", _markdown)):
+        # the accuracy's Markdown is the paper's table: a mean-over-datasets row per combination
+        md = _accuracy_markdown if name == "accuracy" else _markdown
+        for ext, render in (("csv", lambda f: f.to_csv(index=False)), ("md", md)):
             path = out / f"{name}.{ext}"
             with atomic_write(path) as fh:
                 fh.write(render(frame))
