@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .extract import MODES, Extraction, Mode, extract, gold_value, is_correct, latex_key, normalize_text, text_f1
+from .extract import MODES, Extraction, Mode, extract, gold_value, is_correct, text_f1, vote_key
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
 from .schema import SampleSource, model_name
 
@@ -115,13 +115,7 @@ def wilson_intervals(correct: Any, n: Any, z: float = Z95) -> tuple[Any, Any, An
 
 
 def _vote_key(value: Any, answer_type: str) -> Any:
-    if answer_type == "number":
-        return round(float(value), 6) + 0.0
-    if answer_type == "text":
-        return normalize_text(str(value))
-    if answer_type == "math":
-        return latex_key(str(value))
-    return value
+    return vote_key(value, answer_type)
 
 
 def majority_vote(values: Sequence[Any], answer_type: str = "number") -> Any:
