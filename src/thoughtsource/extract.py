@@ -122,6 +122,8 @@ def is_correct(value: Any, answer_type: str, gold: Any) -> bool:
     """Whether an extracted value matches a gold value (both as returned by :func:`extract` / :func:`gold_value`)."""
     if value is None or gold is None:
         return False
+    if value == gold:  # equal values are equal answers in every type (the common case, without a dispatch)
+        return True
     return (ANSWER_TYPES.get(answer_type) or get(answer_type)).equal(value, gold)
 
 

@@ -107,3 +107,12 @@ def test_an_answer_in_gold_form_is_the_same_answer(name: str) -> None:
     value = t.extract(f"The answer is {t.gold_text(answer, choices)}.", "strict", "cot", choices).value
     label = t.answer_text(value, choices)
     assert label is not None and t.equal(value, t.gold([label], choices))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_extracted_value_equal_to_the_gold_is_right(name: str) -> None:
+    """extract.is_correct answers ``value == gold`` without asking the type: every type's equality must agree."""
+    t = ANSWER_TYPES[name]
+    answer, choices, _ = EXAMPLES[name]
+    gold = t.gold(answer, choices)
+    assert t.equal(gold, gold)
