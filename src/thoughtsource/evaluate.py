@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .extract import MODES, Extraction, Mode, extract, gold_value, is_correct, text_f1, vote_key
+from .extract import MODES, Extraction, Mode, extract, is_correct, sample_gold, text_f1, vote_key
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
 from .schema import SampleSource, model_name
 
@@ -253,7 +253,7 @@ def evaluate_frame(
         t = sample.type
         key = id(sample)
         if key not in gold_cache:
-            gold_cache[key] = (tuple(sample.choices), gold_value(t, sample.answer, sample.choices))
+            gold_cache[key] = (tuple(sample.choices), sample_gold(sample))
         choices, gold = gold_cache[key]
         text, source, thinking, truncated = _answer_source(cot, ans, think_tags)
         for k, v in zip(

@@ -77,6 +77,7 @@ __all__ = [
     "math_equal",
     "normalize_text",
     "numbers_equal",
+    "sample_gold",
     "text_f1",
     "vote_key",
 ]
@@ -109,13 +110,19 @@ def extract(
     return t.extract(text, mode, source, choices)
 
 
-def gold_value(answer_type: str, gold: Sequence[str], choices: Sequence[str] = ()) -> Any:
+def gold_value(answer_type: str, gold: Sequence[str], choices: Sequence[str] = (), letter: str | None = None) -> Any:
     """The gold answer in the form :func:`extract` returns (letter, float, bool, str, frozenset); None if unusable.
 
-    A multiple-choice gold whose text is the text of several choices is the frozenset of their letters.
+    Multiple choice: ``letter`` (the source's, ``Sample.answer_letter``) fixes the gold by position; without it, a
+    gold whose text is the text of several choices is the frozenset of their letters.
     """
     t = ANSWER_TYPES.get(answer_type) or get(answer_type)
-    return t.gold(gold, choices) if gold else None
+    return t.gold(gold, choices, letter) if gold else None
+
+
+def sample_gold(sample: Any) -> Any:
+    """:func:`gold_value` of a :class:`~thoughtsource.schema.Sample` (its answer, choices and source letter)."""
+    return gold_value(sample.type, sample.answer, sample.choices, getattr(sample, "answer_letter", None))
 
 
 def is_correct(value: Any, answer_type: str, gold: Any) -> bool:

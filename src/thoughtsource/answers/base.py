@@ -52,8 +52,9 @@ class AnswerType:
         what :meth:`extract` gives (tests compare both on every real answer)."""
         return None
 
-    def gold(self, gold: Sequence[str], choices: Sequence[str]) -> Any:
-        """The gold answer (a non-empty ``Sample.answer``) in the form :meth:`extract` returns; None if unusable."""
+    def gold(self, gold: Sequence[str], choices: Sequence[str], letter: str | None = None) -> Any:
+        """The gold answer (a non-empty ``Sample.answer``) in the form :meth:`extract` returns; None if unusable.
+        ``letter``: the gold's letter among the choices where the source gave it (``Sample.answer_letter``)."""
         raise NotImplementedError
 
     def equal(self, value: Any, gold: Any) -> bool:

@@ -79,7 +79,7 @@ class Bool(AnswerType):
                 return Extraction(BOOL_WORDS[m.group(1).lower()], "bool:word")
         return None
 
-    def gold(self, gold: Sequence[str], choices: Sequence[str]) -> Any:
+    def gold(self, gold: Sequence[str], choices: Sequence[str], letter: str | None = None) -> Any:
         return BOOL_WORDS.get(str(gold[0]).strip().lower())
 
     def extraction_prompt(self, choices: Sequence[str], available: Sequence[str] | dict[str, Any]) -> str:

@@ -34,7 +34,7 @@ class Collection(AnswerType):
     def extract(self, text: str, mode: Mode, source: Source, choices: Sequence[str]) -> Extraction:
         return _extract_collection(_clean(text, source), mode, source)
 
-    def gold(self, gold: Sequence[str], choices: Sequence[str]) -> Any:
+    def gold(self, gold: Sequence[str], choices: Sequence[str], letter: str | None = None) -> Any:
         return frozenset(n for n in (normalize_text(x) for x in gold) if n)
 
     def answer_text(self, value: Any, choices: Sequence[str]) -> str | None:

@@ -163,7 +163,7 @@ class Math(AnswerType):
     def extract(self, text: str, mode: Mode, source: Source, choices: Sequence[str]) -> Extraction:
         return _extract_math(text, mode, source)
 
-    def gold(self, gold: Sequence[str], choices: Sequence[str]) -> Any:
+    def gold(self, gold: Sequence[str], choices: Sequence[str], letter: str | None = None) -> Any:
         return str(gold[0]).strip() or None
 
     def equal(self, value: Any, gold: Any) -> bool:

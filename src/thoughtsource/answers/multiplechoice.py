@@ -179,10 +179,15 @@ class MultipleChoice(AnswerType):
                     return Extraction(m.group(1), "mc:letter")
         return None
 
-    def gold(self, gold: Sequence[str], choices: Sequence[str]) -> Any:
-        # The gold is stored as the text of a choice (the ThoughtSource schema); where several choices have that
-        # text (AQuA test 125: B and E are both "6 kmph"), every one of their letters is right.
+    def gold(self, gold: Sequence[str], choices: Sequence[str], letter: str | None = None) -> Any:
+        # By position where the source gave it (``letter``, kept by the AQuA and CommonsenseQA converters where the
+        # gold's text is the text of several choices).  Otherwise the gold is the text of a choice (the ThoughtSource
+        # schema); where several choices have that text, every one of their letters is right.
         g = str(gold[0])
+        if letter:
+            i = ord((letter.strip().upper() or "@")[0]) - 65
+            if 0 <= i < len(choices) and choices[i] == g:
+                return chr(65 + i)
         letters = [chr(65 + i) for i, c in enumerate(choices) if c == g]
         if not letters:
             norm = normalize_text(g)

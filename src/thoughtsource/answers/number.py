@@ -290,7 +290,7 @@ class Number(AnswerType):
             text = _latex_numbers(text)
         return _extract_number(_clean(text, source), mode, source, open_end)
 
-    def gold(self, gold: Sequence[str], choices: Sequence[str]) -> Any:
+    def gold(self, gold: Sequence[str], choices: Sequence[str], letter: str | None = None) -> Any:
         return parse_number(str(gold[0]))
 
     def equal(self, value: Any, gold: Any) -> bool:

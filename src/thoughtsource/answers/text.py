@@ -37,7 +37,7 @@ class Text(AnswerType):
     def extract(self, text: str, mode: Mode, source: Source, choices: Sequence[str]) -> Extraction:
         return _extract_text(_clean(text, source), mode, source)
 
-    def gold(self, gold: Sequence[str], choices: Sequence[str]) -> Any:
+    def gold(self, gold: Sequence[str], choices: Sequence[str], letter: str | None = None) -> Any:
         return tuple(str(x) for x in gold)
 
     def equal(self, value: Any, gold: Any) -> bool:
