@@ -154,3 +154,17 @@ def test_which_answer_counts_the_answer_is_x_not_y(logs_dir: Path) -> None:
     assert extract("The answer is 5, not 6.", "number", source="cot").value == 5.0
     assert extract("Therefore, the answer is (C), not (B).", "multiplechoice", source="cot",
                    choices=["a", "b", "c", "d", "e"]).value == "C"
+
+
+@pytest.mark.parametrize("name", ["aqua_zero_shot_cot", "commonsensqa_zero_shot_cot"])
+def test_the_file_route_and_the_log_route_agree(logs_dir: Path, name: str) -> None:
+    """evaluate (what the CLI runs on a file of the log's samples) and rescore_log give the same accuracy: the
+    samples keep the gold letter where its text repeats among the choices (CSQA was 59.30 vs 59.21)."""
+    from thoughtsource.collection import Collection
+    from thoughtsource.datasets.cot_logs import log_to_samples
+    from thoughtsource.evaluate import evaluate_frame
+
+    log = read_kojima_log_file(logs_dir / f"{name}.log")
+    c = Collection(data={log.dataset: {"test": log_to_samples(log)}})
+    (acc,) = evaluate_frame(c, modes=("strict",)).accuracy["accuracy"].tolist()
+    assert 100 * acc == pytest.approx(rescore_log(log, "strict").our_accuracy, abs=1e-9)
