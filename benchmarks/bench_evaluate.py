@@ -27,7 +27,7 @@ from pathlib import Path
 from thoughtsource.collection import Collection
 from thoughtsource.datasets.cot_logs import log_to_samples, read_kojima_log_file
 from thoughtsource.evaluate import evaluate_frame, wilson_interval
-from thoughtsource.extract import extract, gold_value, is_correct
+from thoughtsource.extract import extract, is_correct, sample_gold
 from thoughtsource.schema import Sample
 
 DATA = Path(os.environ.get("THOUGHTSOURCE_DATA") or os.environ.get("THOUGHTSOURCE_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -78,7 +78,7 @@ def naive(collection: Collection) -> dict[str, float]:
                 letters.search(ans.answer or "")
                 texts.search(ans.answer or "")
                 text, source = (ans.answer, "extraction") if ans.answer and ans.answer.strip() else (cot.cot, "cot")
-                gold = gold_value(x.type, x.answer, x.choices)
+                gold = sample_gold(x)
                 for mode in ("strict", "flexible"):
                     e = extract(text, x.type, mode=mode, choices=x.choices, source=source)  # type: ignore[arg-type]
                     rows.append(

@@ -34,7 +34,7 @@ from typing import Any
 from thoughtsource.collection import Collection
 from thoughtsource.datasets.cot_logs import log_to_samples, read_kojima_log_file
 from thoughtsource.evaluate import evaluate_frame
-from thoughtsource.extract import extract, gold_value, is_correct
+from thoughtsource.extract import extract, is_correct, sample_gold
 from thoughtsource.prompts import load_fragments
 
 DATA = Path(os.environ.get("THOUGHTSOURCE_DATA") or os.environ.get("THOUGHTSOURCE_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -121,7 +121,7 @@ def answers() -> tuple[Collection, list[tuple[str, str, Any, list[str], str, str
     c = Collection(data=keep)
     rows = []
     for _, _, x in c.samples():
-        gold = gold_value(x.type, x.answer, x.choices)
+        gold = sample_gold(x)
         for cot in x.generated_cot:
             for a in cot.answers:
                 text, source = (a.answer, "extraction") if a.answer and a.answer.strip() else (cot.cot, "cot")

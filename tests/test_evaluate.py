@@ -278,3 +278,25 @@ def test_reasoning_length_distribution_truncation_rate_and_accuracy_by_length() 
     assert b[["length_low", "length_high"]].values.tolist() == [[10, 20], [30, 40], [50, 60], [70, 80]]
     plain = result.by_length[(result.by_length["mode"] == "strict") & (result.by_length["model"] == "plain")]
     assert plain["unit"].unique().tolist() == ["words"] and plain["n"].sum() == 3 and plain["accuracy"].tolist() == [1.0] * len(plain)
+
+
+def test_mean_over_datasets_row(examples_dir: Path, tmp_path: Path) -> None:
+    """The papers' mean over datasets: per model and prompt, the unweighted mean of the per-dataset accuracies
+    (GPT-4, zhou-01, six datasets with three different answer-extraction prompts), in the Markdown table too."""
+    from thoughtsource.evaluate import MEAN_OVER_DATASETS, evaluate_frame, mean_over_datasets, write_tables
+
+    c = Collection.load(examples_dir / "model_runs" / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json")
+    result = evaluate_frame(c, modes=("strict",))
+    acc = result.accuracy
+    mean = mean_over_datasets(acc)
+    assert len(mean) == 1 and list(mean.columns) == list(acc.columns)
+    row = mean.iloc[0]
+    assert row["dataset"] == MEAN_OVER_DATASETS and row["answer_extraction"] == "" and row["n"] == 600
+    assert row["accuracy"] == pytest.approx(acc["accuracy"].mean()) == pytest.approx(0.82)
+    assert math.isnan(row["ci_low"])
+    write_tables(result, tmp_path)
+    md = (tmp_path / "accuracy.md").read_text(encoding="utf-8")
+    assert md.count(MEAN_OVER_DATASETS) == 1 and "| 0.820 " in md
+    assert MEAN_OVER_DATASETS not in (tmp_path / "accuracy.csv").read_text(encoding="utf-8")  # the CSV keeps the cells
+    # one dataset: no mean
+    assert mean_over_datasets(acc[acc["dataset"] == "med_qa"]).empty

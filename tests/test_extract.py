@@ -316,6 +316,18 @@ def test_flexible_never_loses_a_strict_answer() -> None:
         ("number", 0.75, ["3/4"], [], True),
         ("number", 0.83, ["0.8333"], [], False),
         ("number", -15.0, ["15"], [], False),
+        # exact numbers: integers exactly, decimals at the gold's precision, fractions as fractions
+        ("number", 1201587.0, ["1201565"], [], False),
+        ("number", 1363393.0, ["1,363,293"], [], False),
+        ("number", 10001.0, ["10000"], [], False),
+        ("number", 3.5, ["3.50"], [], True),
+        ("number", 3.5004, ["3.5"], [], False),
+        ("number", 0.33, ["1/3"], [], False),
+        ("number", 2 / 3, ["2/3"], [], True),
+        ("number", 2 / 3, ["0.67"], [], True),
+        ("number", 2 / 3, ["0.7"], [], False),
+        ("number", 0.166666666666667, ["0.16666666666666666"], [], True),
+        ("number", 0.6667, ["0.6666666666666666"], [], False),
         ("multiplechoice", "E", ["dark"], CS, True),
         ("multiplechoice", "D", ["dark"], CS, False),
         ("multiplechoice", "E", ["E"], [], True),
@@ -382,3 +394,71 @@ def test_bare_answer_shortcut_edge_cases(text: str, answer_type: str) -> None:
         for mode in ("strict", "flexible"):
             assert extract(text, answer_type, mode=mode, choices=choices) == extract(  # type: ignore[arg-type]
                 text, answer_type, mode=mode, choices=choices, shortcut=False)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # the reasoning-model answers: LaTeX numerics are numbers
+        ("The answer is $\\boxed{3\\frac{3}{4}}$.", 3.75),
+        ("So \\boxed{3^{4}}", 81.0),
+        ("\\boxed{2.5 \\times 10^{4}}", 25000.0),
+        ("The answer is \\$5.50.", 5.5),
+        ("The answer is $50\\%$.", 50.0),
+        ("The answer is $12\\text{ cm}$.", 12.0),
+        ("The answer is $90^\\circ$.", 90.0),
+        ("The answer is $1{,}000$.", 1000.0),
+        ("The answer is $\\frac12$.", 0.5),
+        ("The answer is $\\dfrac{7}{4}$.", 1.75),
+        ("The answer is $-\\frac{1}{2}$.", -0.5),
+    ],
+)
+def test_number_reads_latex_numerics(text: str, value: float) -> None:
+    e = extract(text, "number", source="cot")
+    assert e.value == pytest.approx(value, rel=1e-12), e
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "value", "rule"),
+    [
+        ("so $x = \\boxed{\\frac{14}{3}}$.", "strict", "\\frac{14}{3}", "math:boxed"),
+        ("<think>maybe \\boxed{5}</think> The final answer is $\\boxed{6}$.", "strict", "6", "math:boxed"),
+        ("\\boxed{1} first, then \\boxed{\\left( 3, \\frac{\\pi}{2} \\right)}", "strict", "\\left( 3, \\frac{\\pi}{2} \\right)",
+         "math:boxed"),
+        ("Final Answer: The final answer is $p - q$. I hope it is correct.", "strict", "p - q", "math:after-phrase"),
+        ("The answer is \\(3\\sqrt{13}\\).", "strict", "3\\sqrt{13}", "math:after-phrase"),
+        ("We get $x = 4$ in the end", "strict", None, "none"),
+        ("We get $x = 4$ in the end", "flexible", "x = 4", "math:last-math"),
+        ("<think>still thinking about \\boxed{5}", "strict", None, "truncated"),
+    ],
+)
+def test_math_extraction(text: str, mode: str, value: str | None, rule: str) -> None:
+    assert extract(text, "math", mode=mode, source="cot") == (value, rule)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "ok"),
+    [
+        ("(3, \\frac{\\pi}{2})", "\\left( 3, \\frac{\\pi}{2} \\right)", True),
+        ("\\sqrt{117}", "3\\sqrt{13}", True),
+        ("-q + p", "p - q", True),
+        ("Evelyn", "\\text{Evelyn}", True),
+        ("90", "90^\\circ", True),
+        ("0.5", "\\frac12", True),
+        ("\\frac{14}{3}", "\\dfrac{14}{3}", True),
+        ("[-2, 7)", "[-2,7)", True),
+        ("(2, 1)", "(1,2)", False),
+        ("1201587", "1201565", False),  # plain numbers: the exact rule of the number type
+        ("3.5004", "3.5", False),
+        ("\\frac{15}{4}", "\\frac{14}{3}", False),
+    ],
+)
+def test_math_equal(pred: str, gold: str, ok: bool) -> None:
+    assert is_correct(pred, "math", gold_value("math", [gold])) is ok
+
+
+def test_math_answer_cut_off_inside_its_math_span_is_not_read() -> None:
+    # the embedded model on MATH-500 (extraction output cut at max_tokens): the last phrase's "$...$" never closes,
+    # so the earlier complete answer stands
+    text = "$f(1986) = 1986.$\n\nThe answer is $f(1986) = 1"
+    assert extract(text, "math") == ("f(1986) = 1986", "math:after-phrase")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from thoughtsource.datasets.cot_logs import DISAGREEMENT_REASONS, read_kojima_log_file, rescore_log
+from thoughtsource.datasets.cot_logs import DISAGREEMENT_REASONS, KojimaRecord, read_kojima_log_file, rescore_log
 
 # Logs whose raw accuracy differs from the authors' by more than 1 point, and why (see docs/evaluation.md).
 DIFFER_BY_MORE_THAN_1PP = {
@@ -25,7 +25,7 @@ DIFFER_BY_MORE_THAN_1PP = {
     "last_letters_zero_shot_cot": "text-normalization",
     "strategyqa_zero_shot": "token-anywhere",
     "svamp_zero_shot_cot": "number-word",
-    "multiarith_zero_shot_cot": "number-word",
+    "multiarith_zero_shot_cot": "equation-result",
 }
 LOGS = [
     f"{d}_{m}"
@@ -77,3 +77,94 @@ def test_flexible_mode_on_the_cot_logs_is_close_to_strict(logs_dir: Path) -> Non
         s, f = rescore_log(log, "strict"), rescore_log(log, "flexible")
         assert f.our_accuracy >= s.our_accuracy - 1e-9
         assert f.our_accuracy - s.our_accuracy <= 0.5, name
+
+
+def test_svamp_wrong_large_numbers_are_scored_wrong(logs_dir: Path) -> None:
+    # Records 497 and 665 of the SVAMP zero-shot-CoT log: 1,201,587 for gold 1,201,565 and 1,363,393 for
+    # 1,363,293. A relative tolerance of 1e-4 called both right and booked them as "kojima-string-compare".
+    from thoughtsource.extract import extract, gold_value, is_correct
+
+    log = read_kojima_log_file(logs_dir / "svamp_zero_shot_cot.log")
+    records = {r.index: r for r in log.records}
+    for index, value, gold in ((497, 1201587.0, 1201565.0), (665, 1363393.0, 1363293.0)):
+        r = records[index]
+        e = extract(r.extraction_text, "number")
+        assert (e.value, gold_value("number", [r.gold])) == (value, gold)
+        assert not is_correct(e.value, "number", gold_value("number", [r.gold]))
+    result = rescore_log(log, "strict")
+    booked = {i for ids in result.disagreements.values() for i in ids}
+    assert not booked & {497, 665}
+    assert result.our_accuracy == pytest.approx(63.2)
+
+
+def test_string_compare_class_only_holds_records_we_score_right(logs_dir: Path) -> None:
+    for name in LOGS:
+        r = rescore_log(read_kojima_log_file(logs_dir / f"{name}.log"), "strict")
+        assert r.lost.get("kojima-string-compare", 0) == 0, name
+
+
+def _record(logs_dir: Path, name: str, index: int) -> KojimaRecord:
+    return next(r for r in read_kojima_log_file(logs_dir / f"{name}.log").records if r.index == index)
+
+
+def test_which_answer_counts_a_restated_answer_does_not_override_it(logs_dir: Path) -> None:
+    from thoughtsource.extract import extract, gold_value, is_correct
+
+    # GSM8K 137: the answer is 25 (%); the restatement "as a fraction" used to win as 0.25.
+    r = _record(logs_dir, "gsm8k_zero_shot_cot", 137)
+    assert r.extraction_text == " 25%. The answer (as a fraction) is 1/4."
+    e = extract(r.extraction_text, "number")
+    assert e.value == 25.0 and is_correct(e.value, "number", gold_value("number", [r.gold]))
+    # SingleEq 269: " 3/10. The answer (in words) is three-tenths." is 0.3 (gold 0.3), not the 3 of "three-tenths".
+    r = _record(logs_dir, "singleeq_zero_shot_cot", 269)
+    assert extract(r.extraction_text, "number").value == 0.3
+    # GSM8K 1023: " 480 minutes. The answer (in words) is eight hours." answers 480, not 8.
+    assert extract(_record(logs_dir, "gsm8k_zero_shot_cot", 1023).extraction_text, "number").value == 480.0
+    # A restatement alone still answers.
+    assert extract("The answer (in words) is twelve.", "number", source="cot").value == 12.0
+
+
+def test_which_answer_counts_a_phrase_cut_off_mid_sentence(logs_dir: Path) -> None:
+    from thoughtsource.extract import extract
+
+    # GSM8K 582: the extraction output (32 tokens at most) answered 6, rambled on and was cut in a new answer
+    # sentence ("... is 10"); the cut phrase used to win.
+    r = _record(logs_dir, "gsm8k_zero_shot_cot", 582)
+    assert r.extraction_text.endswith("Therefore, the answer (arabic numerals) is 10")
+    assert extract(r.extraction_text, "number") == (6.0, "number:after-phrase")
+    # A CoT cut off while it states its answer is not answered, in either mode (the issue's SVAMP output:
+    # "... 600. The answer is 6" was scored right for gold 6).
+    cut = "So she has 6 boxes of 100, that is 600. The answer is 6"
+    for mode in ("strict", "flexible"):
+        assert extract(cut, "number", source="cot", mode=mode) == (None, "truncated")  # type: ignore[arg-type]
+    # Closed answers are not cut: a sentence end, closing mark-up, "####", "Answer:", \boxed{}.
+    for text, value in (("The answer is 6.", 6.0), ("The answer is: **1,250**", 1250.0), ("#### 72", 72.0),
+                        ("Answer: 72", 72.0), ("so \\boxed{72}", 72.0)):
+        assert extract(text, "number", source="cot").value == value, text
+
+
+def test_which_answer_counts_the_answer_is_x_not_y(logs_dir: Path) -> None:
+    from thoughtsource.extract import extract
+
+    # A CoT of Kojima's StrategyQA zero-shot-CoT log: "... the answer to this question is no, not all cancer
+    # patients get" reads no; the "not" after the answer negates nothing of it.
+    r = _record(logs_dir, "strategyqa_zero_shot_cot", 1738)
+    assert r.cot.rstrip().endswith("So in short, the answer to this question is no, not all cancer patients get")
+    assert extract(r.cot, "bool", source="cot") == (False, "bool:word")
+    assert extract("The answer is 5, not 6.", "number", source="cot").value == 5.0
+    assert extract("Therefore, the answer is (C), not (B).", "multiplechoice", source="cot",
+                   choices=["a", "b", "c", "d", "e"]).value == "C"
+
+
+@pytest.mark.parametrize("name", ["aqua_zero_shot_cot", "commonsensqa_zero_shot_cot"])
+def test_the_file_route_and_the_log_route_agree(logs_dir: Path, name: str) -> None:
+    """evaluate (what the CLI runs on a file of the log's samples) and rescore_log give the same accuracy: the
+    samples keep the gold letter where its text repeats among the choices (CSQA was 59.30 vs 59.21)."""
+    from thoughtsource.collection import Collection
+    from thoughtsource.datasets.cot_logs import log_to_samples
+    from thoughtsource.evaluate import evaluate_frame
+
+    log = read_kojima_log_file(logs_dir / f"{name}.log")
+    c = Collection(data={log.dataset: {"test": log_to_samples(log)}})
+    (acc,) = evaluate_frame(c, modes=("strict",)).accuracy["accuracy"].tolist()
+    assert 100 * acc == pytest.approx(rescore_log(log, "strict").our_accuracy, abs=1e-9)

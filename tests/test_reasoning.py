@@ -221,3 +221,41 @@ def test_cut_off_mid_thought_is_not_scored_as_wrong(examples_dir: Path, tmp_path
     assert acc.empty or (acc["n"] == 0).all()
     evaluate(c, warn=False)
     assert all(ans.correct_answer is None for _, _, x in c.samples() for _, ans in x.iter_answers())
+
+
+def test_a_reasoning_models_boxed_math_answer_is_scored_right(shared_data: Path, tmp_path: Path):
+    """MATH-500 through a reasoning model (think block + "The final answer is $\\boxed{N}$."), recorded by the fault
+    server: the think block is stripped, the last \\boxed{} read, and an equivalent LaTeX gold accepted."""
+    from thoughtsource.evaluate import evaluate_frame
+
+    def run(folder: str, **options: object) -> tuple[Collection, list[int]]:
+        c = Collection(["math500"], data_dir=shared_data).select(split="test", number_samples=3, seed=1)
+        with run_fault_server(reasoning="tags", boxed=True) as s:
+            report = generate(c, backend="openai", model="fault-echo", base_urls=[s.base_url], chat=True, max_tokens=200,
+                              store=tmp_path / folder / "s.sqlite", progress=False, backend_options=options)
+        assert report.errors == 0
+        samples = [x for _, _, x in c.samples()]
+        # the thought ends "So the answer is N." (with the think tags kept, before "</think>")
+        answers = [int(x.generated_cot[0].cot.split("</think>")[0].rstrip(" .").rsplit(" ", 1)[-1]) for x in samples]
+        # the server does not know MATH: each problem gets a gold equal to its answer only as mathematics
+        for x, n in zip(samples, answers, strict=True):
+            x.answer = [f"\\dfrac{{{2 * n}}}{{2}}"]
+        samples[-1].answer = [f"\\frac{{{2 * answers[-1] + 1}}}{{2}}"]  # and one it does not equal
+        return c, answers
+
+    # the backend splits the thought off: the content "The final answer is $\\boxed{N}$." is the answer
+    c, answers = run("parsed")
+    assert all(x.generated_cot[0].answers[0].answer.startswith("The final answer is $\\boxed{") for _, _, x in c.samples())
+    a = evaluate_frame(c, mode="strict").answers.drop_duplicates("cot_id")
+    assert a["pred"].tolist() == [str(n) for n in answers] and a["rule"].tolist() == ["math:boxed"] * 3
+    assert a["correct"].tolist() == [True, True, False]
+    # a server without a reasoning parser: the stored CoT keeps "<think> ... </think> The final answer is ..."; read
+    # without an extraction output, the think block is stripped before the last \\boxed{} is taken
+    c, answers = run("raw", reasoning="off")
+    for _, _, x in c.samples():
+        assert x.generated_cot[0].cot.startswith("<think>") and "</think> The final answer is $\\boxed{" in x.generated_cot[0].cot
+        for ans in x.generated_cot[0].answers:
+            ans.answer = ""
+    a = evaluate_frame(c, mode="strict").answers.drop_duplicates("cot_id")
+    assert a["pred"].tolist() == [str(n) for n in answers] and a["rule"].tolist() == ["math:boxed"] * 3
+    assert a["correct"].tolist() == [True, True, False]

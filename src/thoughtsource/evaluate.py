@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .extract import MODES, Extraction, Mode, extract, gold_value, is_correct, normalize_text, text_f1
+from .extract import MODES, Extraction, Mode, extract, is_correct, sample_gold, text_f1, vote_key
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
 from .schema import SampleSource, model_name
 
@@ -115,11 +115,7 @@ def wilson_intervals(correct: Any, n: Any, z: float = Z95) -> tuple[Any, Any, An
 
 
 def _vote_key(value: Any, answer_type: str) -> Any:
-    if answer_type == "number":
-        return round(float(value), 6) + 0.0
-    if answer_type == "text":
-        return normalize_text(str(value))
-    return value
+    return vote_key(value, answer_type)
 
 
 def majority_vote(values: Sequence[Any], answer_type: str = "number") -> Any:
@@ -257,7 +253,7 @@ def evaluate_frame(
         t = sample.type
         key = id(sample)
         if key not in gold_cache:
-            gold_cache[key] = (tuple(sample.choices), gold_value(t, sample.answer, sample.choices))
+            gold_cache[key] = (tuple(sample.choices), sample_gold(sample))
         choices, gold = gold_cache[key]
         text, source, thinking, truncated = _answer_source(cot, ans, think_tags)
         for k, v in zip(
@@ -451,6 +447,47 @@ def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
         table["stderr"] = table.pop("std").to_numpy(dtype=float) / np.sqrt(questions)
     table = table.drop(columns=["mean"])
     return table[[*keys, *ACCURACY_COLUMNS]]
+
+
+MEAN_OVER_DATASETS = "mean over datasets"
+
+
+def mean_over_datasets(accuracy: pd.DataFrame) -> pd.DataFrame:
+    """One row per model, instruction, CoT trigger and mode whose accuracy was measured on two or more datasets (or
+    splits): the unweighted mean of their accuracies (the macro average the ThoughtSource papers report), ``dataset``
+    :data:`MEAN_OVER_DATASETS`, ``n``/``questions``/``correct``/``no_answer`` summed, no interval (a mean of
+    proportions over different question sets has no binomial one).  The answer extraction usually differs per
+    dataset (Kojima's per-type prompts) and is left empty; where one dataset was scored with several extractions,
+    the mean is taken per extraction."""
+    import numpy as np
+    import pandas as pd
+
+    keys = ["model", "instruction", "cot_trigger", "mode"]
+    if accuracy.empty:
+        return accuracy.iloc[0:0]
+    groups: list[pd.DataFrame] = []
+    for _, g in accuracy.groupby(keys, sort=True, dropna=False):
+        if g.duplicated(["dataset", "split"]).any():
+            groups.extend(sub for _, sub in g.groupby("answer_extraction", sort=True, dropna=False))
+        else:
+            groups.append(g)
+    rows = []
+    for g in groups:
+        if len(g) < 2:
+            continue
+        first = g.iloc[0]
+        row: dict[str, Any] = {k: first[k] for k in keys}
+        extractions = g["answer_extraction"].unique()
+        row.update(dataset=MEAN_OVER_DATASETS, split="", answer_extraction=extractions[0] if len(extractions) == 1 else "")
+        for col in ("n", "questions", "correct", "no_answer", "truncated", "contradictions"):
+            if col in g:
+                row[col] = int(g[col].sum())
+        row["accuracy"] = float(g["accuracy"].mean())
+        row["f1"] = float(g["f1"].mean()) if "f1" in g and g["f1"].notna().any() else np.nan
+        for col in ("ci_low", "ci_high", "stderr"):
+            row[col] = np.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=accuracy.columns) if rows else accuracy.iloc[0:0]
 
 
 def _questions_by_mode(
@@ -688,8 +725,16 @@ def _markdown(frame: pd.DataFrame) -> str:
     return shown.to_markdown(index=False, disable_numparse=True) + "\n"  # "0.760" stays as written
 
 
+def _accuracy_markdown(frame: pd.DataFrame) -> str:
+    import pandas as pd
+
+    mean = mean_over_datasets(frame)
+    return _markdown(pd.concat([frame, mean], ignore_index=True) if not mean.empty else frame)
+
+
 def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Path]:
-    """accuracy.csv/.md, majority.csv/.md (when there are repeated samples), reasoning.csv/.md and
+    """accuracy.csv/.md (the Markdown with a mean-over-datasets row per combination measured on several datasets),
+    majority.csv/.md (when there are repeated samples), reasoning.csv/.md and
     accuracy_by_length.csv/.md (when a reasoning model wrote CoTs) and answers.csv, written atomically."""
     from .io import atomic_write
 
@@ -703,7 +748,9 @@ def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Pa
     for name, frame in tables:
         if name != "accuracy" and frame.empty:
             continue
-        for ext, render in (("csv", lambda f: f.to_csv(index=False)), ("md", _markdown)):
+        # the accuracy's Markdown is the paper's table: a mean-over-datasets row per combination
+        md = _accuracy_markdown if name == "accuracy" else _markdown
+        for ext, render in (("csv", lambda f: f.to_csv(index=False)), ("md", md)):
             path = out / f"{name}.{ext}"
             with atomic_write(path) as fh:
                 fh.write(render(frame))

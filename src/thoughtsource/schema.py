@@ -19,8 +19,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-AnswerType = Literal["multiplechoice", "bool", "number", "text", "collection"]
-ANSWER_TYPES: tuple[str, ...] = ("multiplechoice", "bool", "number", "text", "collection")
+AnswerType = Literal["multiplechoice", "bool", "number", "text", "collection", "math"]
+ANSWER_TYPES: tuple[str, ...] = ("multiplechoice", "bool", "number", "text", "collection", "math")
 
 BOOL_WORDS = {"true": True, "false": False, "yes": True, "no": False}
 _NUMBER_RE = re.compile(r"^[-+]?(\d+(,\d{3})*|\d*)(\.\d+)?$")

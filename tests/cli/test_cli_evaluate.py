@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from thoughtsource.cli import app
@@ -186,3 +187,34 @@ def test_evaluate_without_reasoning_models_writes_no_reasoning_tables(tmp_path: 
     r = runner.invoke(app, ["evaluate", str(examples_dir / "annotated" / "annotated_wt_davinci.json"), "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "reasoning length" not in r.output and not (out / "reasoning.csv").exists() and not (out / "reasoning.png").exists()
+
+
+def test_an_unknown_answer_type_is_one_line_naming_file_sample_and_type(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"mydata": {"train": [
+        {"id": "s1", "question": "q?", "type": "number", "answer": ["1"]},
+        {"id": "s2", "question": "q?", "type": "latex", "answer": ["1"]},
+    ]}}), encoding="utf-8")  # fmt: skip
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(path)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and p.stdout == ""
+    (line,) = p.stderr.strip().splitlines()
+    assert str(path) in line and "mydata/train/s2" in line and "'latex'" in line and "'math'" in line
+
+
+@pytest.mark.slow
+def test_generate_and_evaluate_math500_on_the_embedded_model(shared_data: Path, tmp_path: Path) -> None:
+    """The issue's commands: generate --dataset math500 --limit 5 (embedded SmolLM2), then evaluate the file."""
+    out = tmp_path / "m500.json"
+    r = runner.invoke(app, ["generate", "--dataset", "math500", "--data-dir", str(shared_data), "--limit", "5",
+                            "--max-tokens", "48", "--out", str(out), "--db", str(tmp_path / "s.sqlite")])
+    assert r.exit_code == 0, r.output
+    samples = json.loads(out.read_text())["math500"]["test"]
+    assert len(samples) == 5 and all(x["type"] == "math" and x["generated_cot"] for x in samples)
+    assert all({"subject", "level"} <= set(x) for x in samples)
+    r = runner.invoke(app, ["evaluate", str(out), "--out", str(tmp_path / "ev"), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert json.dumps(doc).count("math500") >= 1
+    answers = (tmp_path / "ev" / "answers.csv").read_text(encoding="utf-8")
+    assert "math:" in answers  # read by the math type's rules

@@ -74,3 +74,30 @@ def test_unpinned_train_file_is_used_with_a_warning(data_dir: Path, tmp_path: Pa
     assert [s.id for s in samples] == ["aqua-train-1", "aqua-train-2", "aqua-train-3"]
     assert samples[0].answer == ["32400"]
     assert "no checksum is pinned" in caplog.text and "train.json" in caplog.text
+
+
+def test_gold_by_position_where_choice_texts_repeat(load_split, data_dir: Path) -> None:
+    # AQuA test 125: B and E are both "6 kmph", the source's gold is E. The sample stores the gold as choice text,
+    # which used to map back to the first letter (B), so the model's " E." (Kojima's aqua_zero_shot_cot log,
+    # record 135, the same question) was scored wrong. The sample now keeps the source's letter: by position.
+    from thoughtsource.extract import extract, gold_value, is_correct, sample_gold
+
+    raw = raw_lines(data_dir, "test.json")[124]
+    assert raw["options"][1] == "B)6 kmph" and raw["options"][4] == "E)6 kmph" and raw["correct"] == "E"
+    samples = {x.id: x for x in load_split("aqua", "test")}
+    s = samples["aqua-test-125"]
+    assert s.answer == ["6 kmph"] and s.answer_letter == "E"  # type: ignore[attr-defined]
+    gold = sample_gold(s)
+    assert gold == "E"
+    for text, ok in ((" E.", True), (" B.", False), (" A.", False)):
+        assert is_correct(extract(text, s.type, choices=s.choices).value, s.type, gold) is ok
+    # a ThoughtSource file that has only the text (no answer_letter): every letter with that text is right
+    text_only = gold_value(s.type, s.answer, s.choices)
+    assert text_only == frozenset({"B", "E"})
+    assert is_correct("B", s.type, text_only) and is_correct("E", s.type, text_only)
+    kept = sorted(x.id for x in samples.values() if "answer_letter" in x.model_extra)
+    assert kept == ["aqua-test-118", "aqua-test-125", "aqua-test-127", "aqua-test-194"]
+    assert all(sum(c == samples[i].answer[0] for c in samples[i].choices) > 1 for i in kept)
+    assert [samples[i].answer_letter for i in kept] == [  # type: ignore[attr-defined]
+        raw_lines(data_dir, "test.json")[int(i.rsplit("-", 1)[1]) - 1]["correct"] for i in kept
+    ]

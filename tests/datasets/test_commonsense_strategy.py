@@ -119,3 +119,18 @@ def test_strategy_qa_specific_values(strategy: dict) -> None:
     assert g.answer == ["True"]
     # the raw fact has a double blank where a number is missing; white space is normalized
     assert g.cot[2] == "Modern geneticists have determined that out of every 200 men today has DNA that can be traced to Genghis Khan."
+
+
+def test_commonsense_qa_keeps_the_source_letter_where_choice_texts_repeat(cqa: dict[str, dict], data_dir: Path) -> None:
+    """6 validation and 42 train questions have their gold's text at two letters: the sample keeps the answerKey, so
+    the gold is scored by position (extract.sample_gold); no other sample carries the field."""
+    from thoughtsource.extract import sample_gold
+
+    for split, n, raw_file in (("validation", 6, "dev_rand_split.jsonl"), ("train", 42, "train_rand_split.jsonl")):
+        kept = [s for s in cqa[split].values() if "answer_letter" in s.model_extra]
+        assert len(kept) == n
+        assert all(s.choices.count(s.answer[0]) > 1 for s in kept)
+        assert sum(1 for s in cqa[split].values() if s.answer and s.choices.count(s.answer[0]) > 1) == n
+        s = kept[0]
+        raw = _raw_jsonl(data_dir / "commonsense_qa" / raw_file, s.id)
+        assert s.answer_letter == raw["answerKey"] and sample_gold(s) == raw["answerKey"]

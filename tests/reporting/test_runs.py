@@ -161,3 +161,19 @@ def test_runs_cli(runs: Path, tmp_path: Path) -> None:
     assert r.exit_code == 0 and "outliers" in r.output
     r = runner.invoke(app, ["runs", "best", str(runs / GPT35)])
     assert r.exit_code == 0 and "**" in r.output
+
+
+def test_runs_evaluate_has_evaluates_columns_units_and_mode(runs: Path, tmp_path: Path) -> None:
+    """runs evaluate: --mode as evaluate's, accuracy with its interval in three decimals, a mean-over-datasets row."""
+    runner = CliRunner()
+    gpt4 = "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json"
+    for mode in ("strict", "flexible"):
+        r = runner.invoke(app, ["runs", "evaluate", str(runs / gpt4), "--mode", mode])
+        assert r.exit_code == 0, r.output
+        assert f"accuracy ({mode})" in r.output and "accuracy (95% CI)" in r.output
+        assert "0.720 (0.625–0.799)" in r.output  # commonsense_qa, as evaluate prints it
+        assert "mean over datasets" in r.output and "0.820" in r.output
+    r = runner.invoke(app, ["runs", "evaluate", str(runs / gpt4), "--mode", "lenient"])
+    assert r.exit_code == 2
+    r = runner.invoke(app, ["evaluate", str(runs / gpt4), "--out", str(tmp_path / "ev")])
+    assert r.exit_code == 0 and "mean over datasets" in r.output

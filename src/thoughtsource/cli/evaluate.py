@@ -53,7 +53,7 @@ def evaluate(
     ks: str | None = typer.Option(None, "--k", help="Self-consistency sizes, e.g. '1,3,5' [default: 1,3,5,10,20,40 and n]."),
     as_json: bool = typer.Option(False, "--json", help="Print results.json on stdout instead of the tables."),
 ) -> None:
-    """Extract and score every answer (all five answer types), with 95% Wilson intervals and maj@k.
+    """Extract and score every answer (all six answer types), with 95% Wilson intervals and maj@k.
 
     Writes results.json (config, versions, git commit, models, per-cell n / accuracy / interval /
     no-answer rate), CSV and Markdown tables and, with the plots extra, PNG plots.
@@ -110,24 +110,44 @@ def _plots(result: Any, out_dir: Path, mode: str) -> list[Path]:
     return [p for p in drawn if p is not None]
 
 
-def _print_tables(result: Any, m: str, file: Path) -> None:
-    """The accuracy table, the pooled line and the maj@k table, on stdout."""
-    acc = result.accuracy[result.accuracy["mode"] == m]
-    keys = ["dataset", "split", "model", "instruction", "cot_trigger", "answer_extraction"]
+def accuracy_table(acc: Any, title: str, keys: tuple[str, ...] = ()) -> Table:
+    """The accuracy table as ``evaluate`` prints it (also ``runs evaluate``): the columns that vary (``keys`` first,
+    then dataset, split, model, instruction, trigger, extraction), n, accuracy with its 95% interval in three
+    decimals, no-answers; then a "mean over datasets" row per combination measured on several datasets."""
+    import pandas as pd
+
+    from ..evaluate import MEAN_OVER_DATASETS, mean_over_datasets
+
+    keys = (*keys, "dataset", "split", "model", "instruction", "cot_trigger", "answer_extraction")
     varying = [k for k in keys if acc[k].nunique(dropna=False) > 1] or ["dataset"]
     fixed = [k for k in keys if k not in varying]
     shared = row_label(acc.iloc[0], fixed).replace(" · ", ", ") if fixed else ""
-    table = Table(title=f"accuracy ({m}) — {file.name}", caption=shared or None)
+    table = Table(title=title, caption=shared or None)
     for col in varying:
         table.add_column(_SHORT.get(col, col), overflow="ellipsis", no_wrap=True)
     repeated = bool((acc["questions"] != acc["n"]).any())  # self-consistency: scored per question
     numeric = (("n", 4), *((("questions", 4),) if repeated else ()), ("accuracy (95% CI)", 19), ("none", 4))
     for col, width in numeric:
         table.add_column(col, justify="right", no_wrap=True, min_width=width)
-    for _, r in acc.iterrows():
-        qs = (str(r["questions"]),) if repeated else ()
-        table.add_row(*(_value(r[k]) for k in varying), str(r["n"]), *qs, _acc(r), str(r["no_answer"]))
-    stdout.print(table)
+    blocks = [g for _, g in acc.groupby("file", sort=False)] if "file" in acc else [acc]
+    for block in blocks:
+        mean = mean_over_datasets(block.drop(columns=["file"], errors="ignore"))
+        if "file" in block and not mean.empty:
+            mean = mean.assign(file=block["file"].iloc[0])
+        rows = pd.concat([block, mean], ignore_index=True) if not mean.empty else block
+        for _, r in rows.iterrows():
+            qs = (str(r["questions"]),) if repeated else ()
+            is_mean = r["dataset"] == MEAN_OVER_DATASETS
+            cells = [("" if is_mean and k == "split" else _value(r[k])) for k in varying]
+            shown = _pct(r["accuracy"]) if is_mean else _acc(r)
+            table.add_row(*cells, str(r["n"]), *qs, shown, str(r["no_answer"]), style="bold" if is_mean else None)
+    return table
+
+
+def _print_tables(result: Any, m: str, file: Path) -> None:
+    """The accuracy table, the pooled line and the maj@k table, on stdout."""
+    acc = result.accuracy[result.accuracy["mode"] == m]
+    stdout.print(accuracy_table(acc, f"accuracy ({m}) — {file.name}"))
     other = "flexible" if m == "strict" else "strict"
     combination = ("instruction", "cot_trigger", "answer_extraction")
     theirs = {tuple(c[k] for k in ("model", *combination)): c["accuracy"] for c in result.pooled_cells(other)}

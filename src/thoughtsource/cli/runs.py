@@ -11,6 +11,7 @@ import typer
 
 from ..console import console, print_json
 from ..io import check_out
+from .evaluate import ModeOption
 
 app = typer.Typer(help="Work with several runs: compare, merge, evaluate a folder, prompts, outliers.", no_args_is_help=True)
 
@@ -82,21 +83,27 @@ def merge(
 def evaluate_(
     paths: list[Path] = typer.Argument(..., help="ThoughtSource files and/or folders (every file matching --pattern)."),
     pattern: str = typer.Option("*.json", "--pattern", help="Which files of a folder."),
-    flexible: bool = typer.Option(False, "--flexible", help="Flexible answer extraction (default strict)."),
+    mode: ModeOption = typer.Option(ModeOption.strict, "--mode", help="Answer extraction mode, as evaluate's --mode."),
+    flexible: bool = typer.Option(False, "--flexible", hidden=True, help="Same as --mode flexible (kept for scripts)."),
     out: Path | None = typer.Option(None, "--out", help="Write the table as CSV."),
     as_json: bool = typer.Option(False, "--json", help="The table as JSON records on stdout."),
 ) -> None:
-    """Accuracy of every file (every file of a folder), one table."""
+    """Accuracy of every file (every file of a folder), one table: evaluate's columns, with a mean-over-datasets row."""
+    from ..console import stdout
     from ..io import atomic_write
     from ..reporting.runs import evaluate_folder
+    from .evaluate import accuracy_table
 
     if out is not None:
         check_out(out)
-    table = evaluate_folder(paths, pattern, mode="flexible" if flexible else "strict")
+    m = "flexible" if flexible else mode.value
+    table = evaluate_folder(paths, pattern, mode=m)  # type: ignore[arg-type]
     if as_json:
         print_json(table.to_dict("records"))
+    elif table.empty:
+        typer.echo("no generated answers to evaluate")
     else:
-        typer.echo(table[["file", "dataset", "model", "instruction", "cot_trigger", "answer_extraction", "n", "accuracy"]].to_string(index=False))
+        stdout.print(accuracy_table(table, f"accuracy ({m}) — {len(table['file'].unique())} file(s)", keys=("file",)))
     if out is not None:
         with atomic_write(out) as fh:
             fh.write(table.to_csv(index=False))

@@ -33,6 +33,7 @@ DATASETS: dict[str, str] = {
     "commonsense_qa": "thoughtsource.datasets.commonsense_qa",
     "entailment_bank": "thoughtsource.datasets.entailment_bank",
     "gsm8k": "thoughtsource.datasets.gsm8k",
+    "math500": "thoughtsource.datasets.math500",
     "mawps": "thoughtsource.datasets.mawps",
     "med_qa": "thoughtsource.datasets.med_qa",
     "med_qa_open": "thoughtsource.datasets.med_qa_open",

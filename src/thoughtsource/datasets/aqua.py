@@ -57,7 +57,7 @@ SPEC = DatasetSpec(
             splits=("test",),
         ),
     ),
-    converter_version=2,  # 2: a label written twice ("A)A)59", aqua-test-30) is dropped
+    converter_version=3,  # 2: a label written twice ("A)A)59", aqua-test-30) is dropped; 3: answer_letter kept
     paper_counts={"total": 97975},
     counts={"train": 97467, "validation": 254, "test": 254},
 )
@@ -78,6 +78,9 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
         except ValueError as e:
             field = "options" if "option" in str(e) else "correct"
             raise where.error(f"{e} (options {options!r}, correct {correct!r})"[:300], field=field) from None
+        # where the gold's text is the text of several choices (test 125: B and E are both "6 kmph"), the sample keeps
+        # the source's letter: scored by position (extract.sample_gold)
+        position = {"answer_letter": correct.strip().upper()} if choices.count(answer) > 1 else {}
         yield Sample(
             id=rid,
             question=question.strip(),
@@ -85,4 +88,5 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             choices=choices,
             cot=split_lines(rationale),
             answer=[answer],
+            **position,
         )

@@ -61,7 +61,7 @@ SPEC = DatasetSpec(
                    "da73defebf31fc39110bc62545bf20f1e5d4f229962f0c66507525e20354999f", 1791198, "csv",
                    ("train", "validation"), optional=True),
     ),
-    converter_version=1,
+    converter_version=2,  # 2: answer_letter kept where the gold's text is the text of two choices
     counts={"train": 9741, "validation": 1221, "test": 1140},
     paper_counts={"train": 9741, "validation": 1221, "test": 1140},
 )
@@ -115,10 +115,13 @@ def _sample(rec: dict, where: Where, ecqa: dict[str, tuple[str, ...]], split: st
         labels.append(str(require(choice, "label", where)))
         texts.append(str(require(choice, "text", where)))
     answer: list[str] = []
+    position: dict[str, str] = {}
     if split != "test":
         key = str(require(rec, "answerKey", where, str))
         if key not in labels:
             raise where.error(f"answer key {key!r} is not one of the choice labels {labels}", field="answerKey")
         answer = [texts[labels.index(key)]]
+        if texts.count(answer[0]) > 1:  # the gold's text is the text of two choices: keep the letter (by position)
+            position = {"answer_letter": chr(65 + labels.index(key))}
     return Sample(id=qid, ref_id="", question=stem, type="multiplechoice", choices=texts, context="",
-                  cot=list(ecqa.get(qid, ())), answer=answer)
+                  cot=list(ecqa.get(qid, ())), answer=answer, **position)

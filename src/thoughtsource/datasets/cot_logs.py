@@ -427,7 +427,7 @@ def rescore_log(log: KojimaLog, mode: str = "strict") -> RescoreResult:
         if ours == theirs:
             continue
         reason = "other"
-        if t == "number" and not theirs and is_correct(gold_value("number", [r.pred]), t, gold):
+        if t == "number" and ours and is_correct(gold_value("number", [r.pred]), t, gold):
             reason = "kojima-string-compare"
         elif e.rule == "ambiguous":
             reason = "ambiguous-list"
@@ -471,15 +471,19 @@ def log_to_samples(log: KojimaLog) -> list[Sample]:
 
     For use without the source dataset (tests, benchmarks, demos); the datasets module attaches the
     same CoTs to the real dataset samples instead.  Sample ids are ``<dataset>-<index>``; a
-    multiple-choice gold letter becomes the text of that choice.
+    multiple-choice gold letter becomes the text of that choice, and stays on the sample (``answer_letter``) where
+    that text is the text of several choices, so the gold is scored by position as :func:`rescore_log` scores it.
     """
     t = KOJIMA_DATASET_TYPES.get(log.dataset, "text")
     out: list[Sample] = []
     for r in log.records:
         choices = r.choices
         gold = r.gold
+        position: dict[str, str] = {}
         if t == "multiplechoice" and choices and len(gold) == 1 and 0 <= ord(gold) - 65 < len(choices):
             gold = choices[ord(gold) - 65]
+            if choices.count(gold) > 1:
+                position = {"answer_letter": r.gold}
         elif t == "number":
             gold = gold.replace(",", "")
         out.append(
@@ -490,6 +494,7 @@ def log_to_samples(log: KojimaLog) -> list[Sample]:
                 choices=choices,
                 answer=[gold],
                 generated_cot=[to_generated_cot(r, sample_id=f"{log.dataset}-{r.index}")],
+                **position,
             )
         )
     return out

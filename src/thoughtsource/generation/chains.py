@@ -350,12 +350,12 @@ class ReflectionChange:
 
 def reflection_changes(collection: SampleSource, mode: str = "strict") -> list[ReflectionChange]:
     """For every self-reflection: the answer before and after, each scored (strict or flexible extraction)."""
-    from ..extract import extract, gold_value, is_correct
+    from ..extract import extract, is_correct, sample_gold
 
     out = []
     for d, s, sample in collection.samples():
         by_id = {c.id: c for c in sample.generated_cot}
-        gold = gold_value(sample.type, sample.answer, sample.choices)
+        gold = sample_gold(sample)
         for c in sample.generated_cot:
             if not (isinstance(c.model, dict) and c.model.get("chain") == "self_reflect") or not c.answers:
                 continue

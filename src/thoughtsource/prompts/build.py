@@ -21,6 +21,7 @@ import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..answers import get as answer_type
 from ..schema import Sample
 from . import AUTO, Fragments
 from .templates import Templates
@@ -79,16 +80,7 @@ def auto_extraction(sample: Sample, fragments: Fragments) -> str:
     Multiple choice with n choices: ``kojima-A-<n-th letter>``; bool: ``kojima-yes-no``; number:
     ``kojima-numerals``; anything else (or a choice count without its prompt): ``kojima-01``.
     """
-    table = fragments.answer_extractions
-    if sample.type == "multiplechoice" and 2 <= len(sample.choices) <= len(LETTERS):
-        key = f"kojima-A-{LETTERS[len(sample.choices) - 1]}"
-        if key in table:
-            return key
-    elif sample.type == "bool":
-        return "kojima-yes-no"
-    elif sample.type == "number":
-        return "kojima-numerals"
-    return "kojima-01"
+    return answer_type(sample.type).extraction_prompt(sample.choices, fragments.answer_extractions)
 
 
 def resolve_extraction(key: str, sample: Sample, fragments: Fragments) -> str:
@@ -97,13 +89,7 @@ def resolve_extraction(key: str, sample: Sample, fragments: Fragments) -> str:
 
 def gold_answer_text(sample: Sample) -> str:
     """The gold answer as an answer extraction would state it: a letter, Yes/No, or the value."""
-    if not sample.answer:
-        return ""
-    if sample.type == "multiplechoice" and sample.answer[0] in sample.choices:
-        return LETTERS[sample.choices.index(sample.answer[0])]
-    if sample.type == "bool":
-        return "Yes" if sample.answer[0].strip().lower() in ("true", "yes") else "No"
-    return ", ".join(sample.answer)
+    return answer_type(sample.type).gold_text(sample.answer, sample.choices) if sample.answer else ""
 
 
 def _join(trigger: str, cot: str) -> str:

@@ -25,18 +25,10 @@ def extract_answer(problem: Problem, text: str, source: Source = "cot") -> str |
 
     ``source="extraction"``: ``text`` follows an answer prompt ("A:" of the STaR authors' direct
     prompts, answered "(e)."), so its start is read as the answer."""
+    from ..answers import get
+
     v = _value(problem, text, source)
-    if v is None:
-        return None
-    if problem.type == "multiplechoice":
-        i = ord(str(v).upper()) - 65
-        return problem.choices[i] if 0 <= i < len(problem.choices) else None
-    if problem.type == "number":
-        f = float(v)
-        return str(int(f)) if f.is_integer() else repr(f)
-    if problem.type == "bool":
-        return "yes" if v else "no"
-    return str(v)
+    return None if v is None else get(problem.type).answer_text(v, problem.choices)
 
 
 def is_correct(problem: Problem, text: str, source: Source = "cot") -> bool:

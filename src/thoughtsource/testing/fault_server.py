@@ -88,6 +88,8 @@ class FaultConfig(BaseModel):
         "short final content. max_tokens counts thinking and answer together (cut mid-thought: no content, finish length).",
     )
     contradict: bool = Field(default=False, description="Reasoning mode: the content states another answer than the thinking.")
+    boxed: bool = Field(default=False, description="Reasoning mode: the content states its answer as a math model does, "
+                        "'The final answer is $\\boxed{N}$.'")
 
     @field_validator("faults", "then")
     @classmethod
@@ -170,7 +172,8 @@ def _apply_limits(text: str, body: dict[str, Any]) -> tuple[str, str]:
 _CHOICE_LINE = re.compile(r"^\(?([A-Z])\) ", re.M)
 
 
-def _reasoning_reply(cot: str, body: dict[str, Any], style: str, contradict: bool) -> tuple[str | None, str, str]:
+def _reasoning_reply(cot: str, body: dict[str, Any], style: str, contradict: bool,
+                     boxed: bool = False) -> tuple[str | None, str, str]:
     """(thinking for a reasoning field or None, text, finish_reason) of a reasoning model answering ``cot``.
 
     The thinking is the canned chain of thought; the content restates its answer (another one with
@@ -184,7 +187,7 @@ def _reasoning_reply(cot: str, body: dict[str, Any], style: str, contradict: boo
     if contradict:
         answer = "B" if answer == "A" else "A" if len(answer) == 1 and answer.isalpha() else str(int(answer) + 1)
     thought = cot.strip()
-    final = f"The answer is {answer}."
+    final = f"The final answer is $\\boxed{{{answer}}}$." if boxed else f"The answer is {answer}."
     inline = style.startswith("tags")
     opening = "" if style == "tags-started" else "<think> "
     words = (f"{opening}{thought} </think> {final}" if inline else f"{thought} {final}").split(" ")
@@ -391,7 +394,7 @@ class FaultServer:
         chat = path.endswith("chat/completions")
         thinking: str | None = None
         if c.reasoning != "off":
-            thinking, text, finish = _reasoning_reply(canned_answer(body), body, c.reasoning, c.contradict)
+            thinking, text, finish = _reasoning_reply(canned_answer(body), body, c.reasoning, c.contradict, c.boxed)
         else:
             text, finish = _apply_limits(canned_answer(body), body)
         usage: dict[str, Any] = {"prompt_tokens": len(prompt_text(body).split()), "completion_tokens": len(text.split())}

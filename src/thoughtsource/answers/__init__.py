@@ -1,0 +1,37 @@
+"""Answer types: one module per type, each owning its extraction (strict and flexible, with its truncation rule), its
+gold value, its equality, its vote key (maj@k), its answer-extraction prompt and the text forms of its answers.
+
+:data:`ANSWER_TYPES` is the one lookup (as lm-evaluation-harness registers its filters); :func:`get` gives a type or
+a one-line error naming the known ones.  ``tests/answers/test_conformance.py`` runs every registered type through the
+same checks; ``CONTRIBUTING.md`` shows how to add one.
+"""
+
+from __future__ import annotations
+
+from ..errors import UnknownNameError
+from .base import AMBIGUOUS, MODES, NONE, TRUNCATED, AnswerType, Extraction, Mode, Source
+from .boolean import Bool
+from .collection import Collection
+from .latex import Math
+from .multiplechoice import MultipleChoice
+from .number import Number
+from .text import Text
+
+__all__ = ["AMBIGUOUS", "ANSWER_TYPES", "MODES", "NONE", "TRUNCATED", "AnswerType", "Extraction", "Mode", "Source", "UnknownAnswerType", "get"]
+
+#: Every answer type by name (``Sample.type``), in the order of ``schema.ANSWER_TYPES``.
+ANSWER_TYPES: dict[str, AnswerType] = {
+    t.name: t for t in (MultipleChoice(), Bool(), Number(), Text(), Collection(), Math())
+}
+
+
+class UnknownAnswerType(UnknownNameError, ValueError):
+    """An answer type that is not registered (a ValueError too, as bad arguments to ``extract`` always were)."""
+
+
+def get(name: str) -> AnswerType:
+    """The answer type called ``name``; an unknown name is a one-line error listing the known ones."""
+    t = ANSWER_TYPES.get(name)
+    if t is None:
+        raise UnknownAnswerType("answer type", name, ANSWER_TYPES)
+    return t

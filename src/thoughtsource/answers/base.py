@@ -1,0 +1,187 @@
+"""What every answer type shares: the extraction result, the answer phrases of a text, SQuAD normalization, and
+:class:`AnswerType`, the contract each type's module implements (registered in :data:`thoughtsource.answers.ANSWER_TYPES`).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from typing import Any, ClassVar, Literal, NamedTuple
+
+Mode = Literal["strict", "flexible"]
+Source = Literal["extraction", "cot"]
+MODES: tuple[str, ...] = ("strict", "flexible")
+
+
+class Extraction(NamedTuple):
+    """The predicted answer and the rule that found it; ``value is None`` means "no answer"."""
+
+    value: Any
+    rule: str
+
+    @property
+    def found(self) -> bool:
+        return self.value is not None
+
+
+NONE = Extraction(None, "none")
+AMBIGUOUS = Extraction(None, "ambiguous")
+TRUNCATED = Extraction(None, "truncated")  # the text was cut off while it stated its answer
+
+
+class AnswerType:
+    """One answer type: everything that depends on it, in one place.
+
+    A subclass sets :attr:`name` (the ``Sample.type`` it reads) and implements :meth:`extract` and :meth:`gold`;
+    the rest has defaults.  ``tests/answers/test_conformance.py`` runs every registered type through the same checks.
+    """
+
+    name: ClassVar[str]
+    #: Kojima et al.'s answer-extraction prompt for this type (fragment id); see :meth:`extraction_prompt`.
+    extraction: ClassVar[str] = "kojima-01"
+
+    def extract(self, text: str, mode: Mode, source: Source, choices: Sequence[str]) -> Extraction:
+        """The answer of a non-empty ``text`` (strict: after an answer phrase; flexible: with the type's fallback),
+        including the type's truncation rule (a text cut off while it states its answer is ``TRUNCATED``)."""
+        raise NotImplementedError
+
+    def bare(self, text: str, choices: Sequence[str]) -> Extraction | None:
+        """A bare answer-extraction output ("B.", "No") read at once; None: read it with :meth:`extract`.  Must give
+        what :meth:`extract` gives (tests compare both on every real answer)."""
+        return None
+
+    def gold(self, gold: Sequence[str], choices: Sequence[str], letter: str | None = None) -> Any:
+        """The gold answer (a non-empty ``Sample.answer``) in the form :meth:`extract` returns; None if unusable.
+        ``letter``: the gold's letter among the choices where the source gave it (``Sample.answer_letter``)."""
+        raise NotImplementedError
+
+    def equal(self, value: Any, gold: Any) -> bool:
+        """Whether an extracted value (not None) is the gold one (not None)."""
+        return bool(value == gold)
+
+    def vote_key(self, value: Any) -> Hashable:
+        """What self-consistency votes on: equal keys are the same answer."""
+        return value
+
+    def extraction_prompt(self, choices: Sequence[str], available: Sequence[str] | dict[str, Any]) -> str:
+        """The answer-extraction fragment id for a sample with these choices (``available``: the known ids)."""
+        return self.extraction
+
+    def gold_text(self, answer: Sequence[str], choices: Sequence[str]) -> str:
+        """The gold answer as an answer-extraction output would state it (a letter, Yes/No, the value)."""
+        return ", ".join(answer)
+
+    def answer_text(self, value: Any, choices: Sequence[str]) -> str | None:
+        """An extracted value in the form the sample stores its gold (STaR's pseudo-labels): choice text, number, ..."""
+        return str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Text clean-up and answer phrases
+# ---------------------------------------------------------------------------------------------
+
+_MARKDOWN = re.compile(r"\*\*|__|`|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)")
+_NEXT_QUESTION = re.compile(r"\n\s*(?:Q|Question)\s*:", re.I)
+_LATEX_FRAC = re.compile(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}")
+_ANCHOR = re.compile(
+    r"""
+    \banswer(?:\s+choice)?(?:\s*\([^()\n]{0,40}\))?\s*(?:is|would\s+be|will\s+be|should\s+be|must\s+be|=|:)(?:\s*:)?
+  | \b(?:correct|right|best|most\s+likely)\s+(?:option|choice|response)\s*(?:is|would\s+be|will\s+be|:)(?:\s*:)?
+  | \banswer\s+to\s+[^.?!\n]{1,80}?\s+is\b
+  | \bI\s+(?:would|will|'d)\s+(?:choose|pick|select|go\s+with)\b
+  | ^[ \t]*\#{2,4}
+  | \\(?:boxed|fbox)\{
+    """,
+    re.I | re.X | re.M,
+)
+# Every answer phrase contains one of these (lower-case) strings; texts without any skip the regex.
+_ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with")
+_LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d)|\$(?![\d.-]))*""")
+_SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
+_NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
+_TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
+_UNANSWERED = re.compile(
+    r"^(?:unknown|unclear|uncertain|undetermined|none|n/?a|moot|cannot|can't|not\s+(?:known|sure|certain|possible|enough|clear|determinable))\b",
+    re.I,
+)
+
+
+def _clean(text: str, source: Source) -> str:
+    if source == "extraction":
+        m = _NEXT_QUESTION.search(text)
+        if m:
+            text = text[: m.start()]
+    if "*" in text or "_" in text or "`" in text:
+        text = _MARKDOWN.sub("", text)
+    if "\\" in text:
+        text = _LATEX_FRAC.sub(r"\1/\2", text)
+    return text
+
+
+def _span(text: str, start: int, end_re: re.Pattern[str] | None = None) -> str:
+    """The first sentence of ``text`` from ``start``, without leading punctuation."""
+    chunk = text[start : start + 400]
+    lead = _LEAD.match(chunk)
+    if lead:
+        # keep an opening parenthesis that wraps a letter: "(B)"
+        cut = lead.end()
+        if cut and chunk[cut - 1] == "(":
+            cut -= 1
+        chunk = chunk[cut:]
+    m = (end_re or _SPAN_END).search(chunk)
+    return chunk[: m.start()] if m else chunk
+
+
+def _spans(text: str, source: Source, end_re: re.Pattern[str] | None = None) -> list[tuple[int, str]]:
+    """(position, sentence) after each answer phrase, last phrase first."""
+    low = text.lower()
+    if any(k in low for k in _ANCHOR_KEYS):
+        out: list[tuple[int, str]] = [(m.end(), _span(text, m.end(), end_re)) for m in _ANCHOR.finditer(text)]
+    else:
+        out = []
+    if source == "extraction":
+        out.insert(0, (0, _span(text, 0, end_re)))
+    out.reverse()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# SQuAD normalization
+# ---------------------------------------------------------------------------------------------
+
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation + "“”‘’")
+def normalize_text(s: str) -> str:
+    """SQuAD normalization: lower case, no punctuation, no articles, single spaces."""
+    s = s.lower().translate(_PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def _compact(s: str) -> str:
+    return "".join(s.lower().translate(_PUNCT).split())
+
+
+def text_f1(pred: str, gold: Sequence[str]) -> float:
+    """Token F1 (SQuAD) of ``pred`` against the best of ``gold``."""
+    p = normalize_text(pred).split()
+    best = 0.0
+    for g in gold:
+        gt = normalize_text(g).split()
+        if not p or not gt:
+            best = max(best, float(p == gt))
+            continue
+        common = sum((Counter(p) & Counter(gt)).values())
+        if common:
+            prec, rec = common / len(p), common / len(gt)
+            best = max(best, 2 * prec * rec / (prec + rec))
+    return best
+
+
+def _last_line(text: str) -> str:
+    for line in reversed(text.strip().splitlines()):
+        if line.strip(_TRAIL):
+            return line
+    return ""
