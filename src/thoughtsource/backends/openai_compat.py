@@ -365,6 +365,8 @@ class OpenAIBackend:
             body["reasoning"] = {"max_tokens": o.reasoning_max_tokens}
         body.update(o.extra_body)
         use_chat = o.api == "chat" or (o.api == "auto" and request.messages)
+        if use_chat and request.prompt_ids is not None:
+            raise ConfigError(f"backend openai: api='chat' cannot send a prompt given as token ids (model {o.model})")
         if use_chat:
             body["messages"] = list(request.messages) if request.messages else [{"role": "user", "content": request.prompt}]
             if o.prefill_params and request.messages and request.messages[-1].get("role") == "assistant":
@@ -373,7 +375,7 @@ class OpenAIBackend:
             return "/chat/completions", body
         if request.messages:
             raise ConfigError(f"backend openai: api='completions' cannot send chat messages (model {o.model})")
-        body["prompt"] = request.prompt
+        body["prompt"] = list(request.prompt_ids) if request.prompt_ids is not None else request.prompt
         return "/completions", body
 
     async def _pick_endpoint(self, avoid: _Endpoint | None) -> _Endpoint:

@@ -365,6 +365,9 @@ class TransformersBackend:
                 list(request.messages), add_generation_prompt=not prefill, continue_final_message=prefill, tokenize=False
             )
             ids = tok(text, add_special_tokens=False)["input_ids"]
+        elif request.prompt_ids is not None:  # token ids given by the client: fed as they are
+            ids = list(request.prompt_ids)
+            text = tok.decode(ids, skip_special_tokens=False)
         else:
             text = request.prompt
             ids, _ = prompt_token_ids(tok, text)  # the same ids STaR trains on
@@ -457,9 +460,10 @@ class TransformersBackend:
         finish = "length"
         # a row ends at its EOS; padding after a row stopped early (stop string) ends it as well
         ends = {*_eos_ids(self._model, tok), tok.pad_token_id}
+        ended: list[int] = []  # the end token, scored by logprobs like any generated token (as vLLM does)
         for j, t in enumerate(ids):
             if t in ends:
-                ids, finish = ids[:j], "stop"
+                ids, ended, finish = ids[:j], [t], "stop"
                 break
         text = tok.decode(ids, skip_special_tokens=self.options.skip_special_tokens)
         cut = _stop_index(text, request.stop)
@@ -478,7 +482,8 @@ class TransformersBackend:
             finish_reason=finish,
             latency_s=latency,
             attempts=1,
-            raw={"mode": self.mode, "device": self.device},
+            # the token ids of prompt and completion: serve-model's logprobs score exactly these
+            raw={"mode": self.mode, "device": self.device, "prompt_ids": row.ids, "token_ids": ids + ended if cut is None else ids},
             reasoning=reasoning,
             reasoning_tokens=reasoning_tokens,
             reasoning_source="tags" if reasoning is not None else "",
@@ -511,6 +516,42 @@ class TransformersBackend:
             else:
                 lo = mid + 1
         return split.answer, split.reasoning, lo
+
+    # -- scoring (serve-model's logprobs and echo) -----------------------------------------------
+
+    def token_logprobs(self, ids: list[int], top: int = 0) -> list[tuple[float | None, list[tuple[int, float]]]]:
+        """Per token of ``ids``: its log-probability given the tokens before it (None for the first) and the ``top``
+        most likely tokens at that place with theirs, from one forward pass in float32 log-softmax (as lm-eval's
+        ``hf`` model scores)."""
+        import torch
+
+        model, _ = self.load()
+        if not ids:
+            return []
+        with self._lock, torch.inference_mode():
+            logits = model(input_ids=torch.tensor([ids], device=self.device)).logits[0, :-1].float()
+        logp = torch.log_softmax(logits, dim=-1)
+        chosen = logp.gather(1, torch.tensor(ids[1:], device=logp.device)[:, None])[:, 0].tolist()
+        tops: list[list[tuple[int, float]]] = [[] for _ in chosen]
+        if top > 0:
+            values, indices = logp.topk(min(top, logp.shape[-1]), dim=-1)
+            tops = [list(zip(i, v, strict=True)) for i, v in zip(indices.tolist(), values.tolist(), strict=True)]
+        return [(None, []), *zip(chosen, tops, strict=True)]
+
+    def decode_tokens(self, ids: list[int]) -> list[str]:
+        """Each token's own text (special tokens included), as logprobs name them."""
+        _, tok = self.load()
+        return [tok.decode([i], skip_special_tokens=False) for i in ids]
+
+    def decode_text(self, ids: list[int]) -> str:
+        """The text of ``ids`` (an echoed token-id prompt)."""
+        _, tok = self.load()
+        return tok.decode(ids, skip_special_tokens=False)
+
+    def max_context(self) -> int | None:
+        """The model's context length (max_position_embeddings), None when its config does not say."""
+        model, _ = self.load()
+        return getattr(model.config, "max_position_embeddings", None)
 
     # -- identity ---------------------------------------------------------------------------
 
