@@ -262,6 +262,7 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
 
     async def chat_logprobs(c: Completion, top: int) -> dict[str, Any]:
         names, values, by_id = await scored(c, top, False)
+        names, values = names[: c.completion_tokens], values[: c.completion_tokens]  # OpenAI's chat omits the end token
 
         def entry(name: str, lp: float) -> dict[str, Any]:
             return {"token": name, "logprob": lp, "bytes": list(name.encode())}
