@@ -33,6 +33,8 @@ SKIP: dict[str, str] = {
     "pip install": "needs PyPI; tests/test_packaging.py checks the base install's promises offline",
     "thoughtsource generate --dataset gsm8k": "needs model servers at host1/host2; tests/generation/test_generate*.py use the fault server",
     "thoughtsource serve-model": "a long-running server; tests/backends/test_server.py",
+    "lm_eval --model local-completions": "needs serve-model running and the hub's task data; tests/backends/"
+                                         "test_server_lm_eval.py runs lm-eval the same way on local task files",
     "thoughtsource serve run1.json": "a long-running server; tests/web/test_cli_web.py",
     "thoughtsource star run": "trains a model for minutes (or needs a GPU); tests/star/test_star_cli.py, tests/star/test_star_loop.py",
     "thoughtsource generate --file worldtree.json --backend openai": "needs a reasoning model's server; tests/test_reasoning.py "

@@ -80,14 +80,17 @@ def _resps(out: dict, task: str) -> list:
 def test_lm_eval_local_completions_matches_hf(embedded_model, model_server, task_manager):
     from lm_eval.models.huggingface import HFLM
 
-    from thoughtsource.embedded import resolve_model
-
     model, tok = embedded_model
     tasks = ["ts_commonsense_qa", "ts_gsm8k"]
     hf = _evaluate(HFLM(pretrained=model, tokenizer=tok, batch_size=1), task_manager, tasks)
-    args = (f"model={model_server.model},base_url={model_server.base_url}/completions,"
-            f"tokenizer={resolve_model('embedded')},tokenizer_backend=huggingface")  # token-id prompts (lm-eval's default)
-    api = _evaluate("local-completions", task_manager, tasks, model_args=args)
+    # as README's example: no tokenizer named, lm-eval finds the server's /tokenizer_info and /tokenize and sends
+    # token-id prompts (its default)
+    from lm_eval.api.registry import get_model
+
+    lm = get_model("local-completions").create_from_arg_string(
+        f"model={model_server.model},base_url={model_server.base_url}/completions")
+    assert lm.tokenizer_backend == "remote" and lm.tokenized_requests
+    api = _evaluate(lm, task_manager, tasks)
     # multiple choice: the same log-likelihood of every choice (to float32 noise), so the same choice and accuracy
     for ours, theirs in zip(_resps(api, tasks[0]), _resps(hf, tasks[0]), strict=True):
         assert [lp for lp, _ in ours] == pytest.approx([lp for lp, _ in theirs], abs=1e-3)

@@ -15,6 +15,8 @@ What it speaks, as OpenAI's API reference documents it:
 * chat: ``logprobs`` / ``top_logprobs`` of the generated tokens;
 * ``stream: true``: server-sent events (chunks, then ``data: [DONE]``; ``stream_options.include_usage``).  The
   chunks are sent once the completion is generated (one per token), not while it decodes;
+* ``/tokenize``, ``/detokenize``, ``/tokenizer_info`` as vLLM serves them: lm-eval's ``local-completions`` tokenizes
+  with the served model's tokenizer without being told where it is;
 * errors in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: 400 for a malformed request or
   a parameter this server does not support (``tools``, ``response_format``, ``best_of``, ``suffix``, ...: refused,
   never silently ignored), 404 for an unknown model or route, 429 when the backend is rate limited, 500 when
@@ -114,6 +116,15 @@ class CompletionBody(_Common):
     prompt: str | list[str] | list[int] | list[list[int]]
     echo: bool = False
     logprobs: int | None = Field(default=None, ge=0, le=20)
+
+
+class TokenizeBody(BaseModel):
+    prompt: str
+    add_special_tokens: bool = True
+
+
+class DetokenizeBody(BaseModel):
+    tokens: list[int]
 
 
 class ApiError(Exception):
@@ -222,6 +233,11 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
     def scorer(param: str) -> Any:
         if not callable(getattr(backend, "token_logprobs", None)):
             raise ApiError(400, f"{param}: this backend ({backend.name}) cannot score tokens", param, "unsupported_parameter")
+        return backend
+
+    def tokenizer_backend() -> Any:
+        if not callable(getattr(backend, "tokenize", None)):
+            raise ApiError(404, f"this backend ({backend.name}) has no tokenizer to serve")
         return backend
 
     async def run(requests: list[Request], echo_only: bool) -> list[Completion]:
@@ -334,6 +350,22 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
         if (fp := await fingerprint()) is not None:
             entry["fingerprint"] = fp
         return entry
+
+    # vLLM's tokenizer endpoints, at the server's root: lm-eval's local-completions finds them and tokenizes with the
+    # served model's own tokenizer (no tokenizer path or hub id needed on the client)
+    @app.get("/tokenizer_info")
+    async def tokenizer_info() -> dict[str, Any]:
+        return tokenizer_backend().tokenizer_info()
+
+    @app.post("/tokenize")
+    async def tokenize(body: TokenizeBody) -> dict[str, Any]:
+        b = tokenizer_backend()
+        tokens = b.tokenize(body.prompt, body.add_special_tokens)
+        return {"tokens": tokens, "count": len(tokens), "max_model_len": b.max_context()}
+
+    @app.post("/detokenize")
+    async def detokenize(body: DetokenizeBody) -> dict[str, str]:
+        return {"prompt": tokenizer_backend().decode_text(body.tokens)}
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:

@@ -168,6 +168,8 @@ class TransformersBackend:
 
     def load(self) -> tuple[Any, Any]:
         """(model, tokenizer), loading them on first use."""
+        if self._model is not None:  # loaded: no lock (a generate holds it; the server's tokenizer calls must not wait)
+            return self._model, self._tokenizer
         with self._lock:
             if self._model is None:
                 import torch
@@ -547,6 +549,18 @@ class TransformersBackend:
         """The text of ``ids`` (an echoed token-id prompt)."""
         _, tok = self.load()
         return tok.decode(ids, skip_special_tokens=False)
+
+    def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """The token ids of ``text`` (serve-model's /tokenize)."""
+        _, tok = self.load()
+        return list(tok(text, add_special_tokens=add_special_tokens)["input_ids"])
+
+    def tokenizer_info(self) -> dict[str, Any]:
+        """The special tokens, chat template and context length (serve-model's /tokenizer_info, as vLLM's)."""
+        _, tok = self.load()
+        template = tok.chat_template if isinstance(tok.chat_template, str) else None
+        return {"tokenizer_class": type(tok).__name__, "eos_token": tok.eos_token, "bos_token": tok.bos_token,
+                "pad_token": tok.pad_token, "chat_template": template, "model_max_length": self.max_context()}
 
     def max_context(self) -> int | None:
         """The model's context length (max_position_embeddings), None when its config does not say."""
