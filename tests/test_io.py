@@ -229,3 +229,29 @@ def test_validate_refuses_duplicate_sample_ids(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-m", "thoughtsource", "validate", str(path)], capture_output=True, text=True)
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert "1 schema violation" in p.stderr and "d/t/1: duplicate sample id (record #1)" in p.stderr, p.stderr
+
+
+def test_a_parquet_file_written_by_another_tool_is_one_clear_error(examples_dir: Path, tmp_path: Path) -> None:
+    """A Parquet file that is not ours (an HF dataset export, a pandas frame) was a KeyError: 'dataset' traceback."""
+    import subprocess
+    import sys
+
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    foreign = tmp_path / "gsm8k.parquet"
+    pq.write_table(pa.table({"question": ["What is 2 + 2?"], "answer": ["#### 4"]}), foreign)
+    with pytest.raises(DataError, match="not a ThoughtSource Parquet file: no column dataset, split, id") as info:
+        Collection.load(foreign)
+    assert str(foreign) in str(info.value) and "question, answer" in str(info.value)
+    # ours with a column of the wrong kind (a sample id that is a list) is one line too
+    ours = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json")
+    ours.to_parquet(tmp_path / "pq")
+    path = next((tmp_path / "pq").rglob("*.parquet"))
+    table = pq.read_table(path)
+    pq.write_table(table.set_column(table.column_names.index("question"), "question",
+                                    pa.array([[1]] * table.num_rows)), path)
+    with pytest.raises(DataError, match="not a valid ThoughtSource sample: question"):
+        Collection.load(path)
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "info", str(foreign)], capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -493,10 +493,20 @@ def load_parquet(path: str | os.PathLike[str]) -> Data:
             table = pq.read_table(f)
         except Exception as e:  # pyarrow raises several types for broken files
             raise DataError(f"cannot read Parquet: {e}", path=str(f)) from None
+        missing = [c for c in ("dataset", "split", "id") if c not in table.column_names]
+        if missing:  # written by another tool: no traceback at the first row
+            raise DataError(f"not a ThoughtSource Parquet file: no column {', '.join(missing)} (its columns: "
+                            f"{', '.join(table.column_names[:8]) or 'none'}{', ...' if len(table.column_names) > 8 else ''})",
+                            path=str(f))
         try:
             loaded = from_arrow(table)
         except DataError as e:  # e.g. an extra_json value nested too deeply
             raise DataError(e.message, path=str(f)) from None
+        except ValidationError as e:
+            where, what = _validation_message(e)
+            raise DataError(f"not a valid ThoughtSource sample: {where}: {what}", path=str(f)) from None
+        except (ValueError, TypeError, KeyError) as e:  # e.g. feedback_json that is not JSON, a column of another type
+            raise DataError(f"not a valid ThoughtSource Parquet file: {type(e).__name__}: {e}", path=str(f)) from None
         for d, splits in loaded.items():
             for s, xs in splits.items():
                 data.setdefault(d, {}).setdefault(s, []).extend(xs)
