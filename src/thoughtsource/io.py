@@ -253,10 +253,14 @@ def parse_data(obj: Any, *, path: str | None = None, validate: bool = False, war
     data: Data = {}
     problems: list[str] = []
     for ds_name, splits in obj.items():
+        if not ds_name.strip():
+            raise DataError("a dataset name is empty", path=path)
         if not isinstance(splits, dict):
             raise DataError(f"expected an object {{split: [samples]}}, got {type(splits).__name__}", path=path, dataset=ds_name)
         data[ds_name] = {}
         for split, records in splits.items():
+            if not split.strip():
+                raise DataError("a split name is empty", path=path, dataset=ds_name)
             if not isinstance(records, list):
                 raise DataError(
                     f"expected a list of samples, got {type(records).__name__}", path=path, dataset=ds_name, split=split
@@ -327,8 +331,12 @@ def dump_jsonl(data: Data, path: str | os.PathLike[str]) -> None:
 def load_jsonl(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
     obj: dict[str, dict[str, list[Any]]] = {}
     records = 0
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=str(path), line=lineno) from None
             if not line.strip():
                 continue
             if not records and looks_like_csv(line):
@@ -337,6 +345,8 @@ def load_jsonl(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
             rec = _decode(line, path=str(path), line=lineno)
             if not isinstance(rec, dict) or "dataset" not in rec or "split" not in rec:
                 raise DataError("expected an object with 'dataset' and 'split' keys", path=str(path), line=lineno)
+            if not isinstance(rec["dataset"], str) or not isinstance(rec["split"], str):
+                raise DataError("'dataset' and 'split' must be names (strings)", path=str(path), line=lineno)
             obj.setdefault(rec.pop("dataset"), {}).setdefault(rec.pop("split"), []).append(rec)
     if not records:
         raise DataError(EMPTY_FILE, path=str(path))
