@@ -255,3 +255,25 @@ def test_a_parquet_file_written_by_another_tool_is_one_clear_error(examples_dir:
         Collection.load(path)
     p = subprocess.run([sys.executable, "-m", "thoughtsource", "info", str(foreign)], capture_output=True, text=True)
     assert p.returncode == 1 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_outputs_that_cannot_be_replaced_are_refused_before_any_work(examples_dir: Path, tmp_path: Path) -> None:
+    """/proc/gen.json passed os.access (as root) and failed after the whole generation, naming a temp file; /dev/null
+    would have been replaced by a regular file."""
+    import subprocess
+    import sys
+
+    with pytest.raises(DataError, match=r"^/proc/gen\.json: cannot write there: .* \(creating a file in /proc\)"):
+        io.check_out("/proc/gen.json")
+    with pytest.raises(DataError, match=r"^/dev/null: is not a regular file"):
+        io.check_out("/dev/null")
+    with pytest.raises(DataError, match=r"^/proc/gen\.json: cannot write there"), io.atomic_write("/proc/gen.json") as fh:
+        fh.write("x")
+    io.check_out(tmp_path / "new" / "deeper" / "out.json")  # a folder still to be made is fine
+    assert not (tmp_path / "new").exists() and not list(tmp_path.iterdir())  # and nothing is left behind
+    src = examples_dir / "tests_unit_data" / "test_1_dataset.json"
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "generate", "--file", str(src), "--out", "/proc/gen.json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and p.stderr.strip().startswith("error: /proc/gen.json: cannot write there"), p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1

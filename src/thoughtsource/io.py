@@ -49,9 +49,12 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
     path = Path(path)
     if path.is_dir():
         raise DataError("is a folder; expected the path of a file to write", path=str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    except OSError as e:  # named by the path the user gave, not the temp file's
+        raise DataError(f"cannot write there: {e.strerror}", path=str(path)) from None
     # mkstemp creates 0600; give the file the mode a plain open() would (0666 less the umask).
     umask = os.umask(0)
     os.umask(umask)
@@ -88,6 +91,14 @@ def check_out(path: str | os.PathLike[str], *, folder: bool = False) -> None:
         raise DataError(f"cannot write there: {existing} is a file, where a folder is needed", path=str(path))
     if not os.access(existing, os.W_OK | os.X_OK):
         raise DataError(f"cannot write there: no permission to write in {existing}", path=str(path))
+    if not folder and path.exists() and not path.is_file():  # /dev/null, a FIFO: no temp file is renamed over it
+        raise DataError("is not a regular file; it cannot be replaced (give the path of a file to write)", path=str(path))
+    try:  # what atomic_write will do: a temp file in the folder (os.access says yes to root on /proc, a read-only mount)
+        fd, probe = tempfile.mkstemp(prefix=".thoughtsource-check.", suffix=TEMP_SUFFIX, dir=existing)
+    except OSError as e:
+        raise DataError(f"cannot write there: {e.strerror} (creating a file in {existing})", path=str(path)) from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _pid_alive(pid: int) -> bool:
