@@ -206,6 +206,18 @@ class TransformersBackend:
             identity["think_tags"] = list(self.options.think_tags)
         return identity
 
+    def cache_identity_without_loading(self) -> dict[str, Any] | None:
+        """``cache_identity()`` when it needs no model loaded (the fingerprint is known, or hashes a folder on disk; the
+        embedded model only once converted), else None: a dry run counts calls without loading a model."""
+        if self._fingerprint is None and self._owns_model:
+            from ..embedded import embedded_is_converted, is_embedded, resolve_model
+
+            if is_embedded(self.options.model) and not embedded_is_converted():
+                return None
+            if not Path(resolve_model(self.options.model)).is_dir():  # a hub id: only the loaded weights tell
+                return None
+        return self.cache_identity()
+
     async def complete(self, requests: list[Request]) -> list[Completion]:
         if not requests:
             return []
