@@ -2,8 +2,8 @@
 
 The commands are extracted from README.md (continuation lines joined, comments dropped) and run in
 README order in one working folder, where the README's placeholder files exist (``FILE`` is a real
-model run, ``worldtree.json`` one WorldTree sample, ``run1.json``/``run2.json`` annotated files, ``triggers.json`` a
-run of three prompts per question).
+model run, ``worldtree.json`` one WorldTree sample, ``run1.json``/``run2.json`` annotated files, ``samples.json`` a
+self-consistency run, four sampled CoTs per prompt).
 Commands that need the network, a GPU, a long-running server or minutes of training are listed in
 :data:`SKIP` with the reason and the test that covers them instead; a README command that is neither
 run nor skipped fails the test, and so does a skip entry that no longer matches a README command.
@@ -81,9 +81,16 @@ def workdir(examples_dir: Path, shared_data: Path, tmp_path: Path) -> Path:
     one.dump(tmp_path / "worldtree.json")
     shutil.copy(examples_dir / "annotated" / "annotated_wt_davinci.json", tmp_path / "run1.json")
     shutil.copy(examples_dir / "annotated" / "annotated_ob_davinci.json", tmp_path / "run2.json")
-    # three prompts per question (no trigger, kojima-01, zhou-01), some right and some wrong: preference pairs
-    shutil.copy(examples_dir / "model_runs" / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json",
-                tmp_path / "triggers.json")
+    # sampled CoTs of one prompt (generate --n 4 --temperature 0.7), some right and some wrong: preference pairs
+    from thoughtsource.generation import generate
+    from thoughtsource.testing.fault_server import run_fault_server
+
+    samples = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json").select(
+        split="train", number_samples=6, seed=0)
+    with run_fault_server() as server:
+        generate(samples, backend="openai", model="fault-echo", base_urls=[server.base_url], store=tmp_path / "s.sqlite",
+                 progress=False, n=4, temperature=0.7)
+    samples.dump(tmp_path / "samples.json")
     for arm in ("star", "direct"):  # finished STaR runs: the metrics of docs/star-results.md's first experiment
         (tmp_path / "runs" / arm).mkdir(parents=True)
         shutil.copy(REPO / "docs" / "star-results" / f"{arm}_metrics.json", tmp_path / "runs" / arm / "metrics.json")

@@ -34,8 +34,8 @@ def serve_model(
     """
     from ..errors import require
 
-    for module, extra in (("fastapi", "serve"), ("uvicorn", "serve"), ("transformers", "models"), ("torch", "models")):
-        require(module, extra=extra, purpose="serve-model")
+    for module in ("fastapi", "uvicorn", "transformers", "torch"):  # the hint names both extras: it needs them all
+        require(module, extra="serve,models", purpose="serve-model")
     from ..backends.server import make_backend, serve
 
     options = {"threads": threads} if threads is not None else {}
