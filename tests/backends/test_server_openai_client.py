@@ -115,6 +115,9 @@ def test_models_and_errors(client):
         "best_of": lambda: client.completions.create(model=MODEL, prompt="hi", best_of=3, n=1),
         "suffix": lambda: client.completions.create(model=MODEL, prompt="hi", suffix="!"),
     }
+    with pytest.raises(openai.BadRequestError) as too_long:  # SmolLM2 reads 8192 tokens
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=9000)
+    assert too_long.value.code == "context_length_exceeded" and "maximum context length is 8192" in too_long.value.message
     for param, call in refused.items():
         with pytest.raises(openai.BadRequestError) as info:
             call()

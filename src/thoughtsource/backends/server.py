@@ -17,10 +17,10 @@ What it speaks, as OpenAI's API reference documents it:
   chunks are sent once the completion is generated (one per token), not while it decodes;
 * ``/tokenize``, ``/detokenize``, ``/tokenizer_info`` as vLLM serves them: lm-eval's ``local-completions`` tokenizes
   with the served model's tokenizer without being told where it is;
-* errors in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: 400 for a malformed request or
-  a parameter this server does not support (``tools``, ``response_format``, ``best_of``, ``suffix``, ...: refused,
-  never silently ignored), 404 for an unknown model or route, 429 when the backend is rate limited, 500 when
-  generation fails.
+* errors in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: 400 for a malformed request, a
+  parameter this server does not support (``tools``, ``response_format``, ``best_of``, ``suffix``, ...: refused,
+  never silently ignored) or a prompt and ``max_tokens`` beyond the model's context, 404 for an unknown model or
+  route, 429 when the backend is rate limited, 500 when generation fails.
 
 For tests and notebooks, :func:`run_model_server` starts the server in a background thread on a
 free port and yields a handle with ``base_url``.
@@ -240,6 +240,18 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             raise ApiError(404, f"this backend ({backend.name}) has no tokenizer to serve")
         return backend
 
+    def check_context(requests: list[Request], param: str) -> None:
+        """A prompt and max_tokens longer than the model's context: a 400 as vLLM and OpenAI give, not a failed generate."""
+        count, limit = getattr(backend, "prompt_tokens", None), getattr(backend, "max_context", None)
+        if not callable(count) or not callable(limit) or not (ctx := limit()):
+            return
+        for r in {id(r.prompt_ids or r.prompt or r.messages): r for r in requests}.values():
+            n = count(r)
+            if n + r.max_tokens > ctx:
+                raise ApiError(400, f"This model's maximum context length is {ctx} tokens. However, you requested "
+                               f"{n + r.max_tokens} tokens ({n} in the {param}, {r.max_tokens} in the completion). Please "
+                               f"reduce the length of the {param} or completion.", param, "context_length_exceeded")
+
     async def run(requests: list[Request], echo_only: bool) -> list[Completion]:
         try:
             out = await backend.complete(requests)
@@ -387,8 +399,9 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             scorer("logprobs")
         messages = tuple({"role": str(m.get("role", "user")), "content": _text_content(m.get("content"))} for m in body.messages)
         base = body.base_request(default_max_tokens)
-        out = await run([Request(messages=messages, sample_index=i, **base) for i in range(body.n)],
-                        body.max_new(default_max_tokens) == 0)
+        requests = [Request(messages=messages, sample_index=i, **base) for i in range(body.n)]
+        check_context(requests, "messages")
+        out = await run(requests, body.max_new(default_max_tokens) == 0)
         extras = [{"logprobs": await chat_logprobs(c, body.top_logprobs or 0) if body.logprobs else None} for c in out]
         rid = f"chatcmpl-{uuid.uuid4().hex}"
         if body.stream:
@@ -420,6 +433,7 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             for p in prompts
             for i in range(body.n)
         ]
+        check_context(requests, "prompt")
         out = await run(requests, body.max_new(default_max_tokens) == 0)
         extras: list[dict[str, Any]] = []
         for r, c in zip(requests, out, strict=True):

@@ -574,6 +574,11 @@ class TransformersBackend:
         return {"tokenizer_class": type(tok).__name__, "eos_token": tok.eos_token, "bos_token": tok.bos_token,
                 "pad_token": tok.pad_token, "chat_template": template, "model_max_length": self.max_context()}
 
+    def prompt_tokens(self, request: Request) -> int:
+        """How many tokens the model is fed for ``request``'s prompt (chat template applied)."""
+        self.load()
+        return len(self._row(request).ids)
+
     def max_context(self) -> int | None:
         """The model's context length (max_position_embeddings), None when its config does not say."""
         model, _ = self.load()
