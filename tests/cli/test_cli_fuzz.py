@@ -22,7 +22,7 @@ import pytest
 
 from thoughtsource.cli import main
 
-pytestmark = pytest.mark.slow  # ~30 s here: some 500 commands in-process (CI machines are slower)
+pytestmark = pytest.mark.slow  # ~30 s here: about 280 commands in-process (CI machines are slower)
 
 SEED = 31
 ODD_VALUES: list[Any] = [None, 0, -1, 1e308, "", "x", [], {}, [1, [2]], {"a": None}, True, "\udcff".encode("utf-8", "surrogatepass").decode("latin-1")]
