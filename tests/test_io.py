@@ -229,3 +229,51 @@ def test_validate_refuses_duplicate_sample_ids(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-m", "thoughtsource", "validate", str(path)], capture_output=True, text=True)
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert "1 schema violation" in p.stderr and "d/t/1: duplicate sample id (record #1)" in p.stderr, p.stderr
+
+
+def test_a_parquet_file_written_by_another_tool_is_one_clear_error(examples_dir: Path, tmp_path: Path) -> None:
+    """A Parquet file that is not ours (an HF dataset export, a pandas frame) was a KeyError: 'dataset' traceback."""
+    import subprocess
+    import sys
+
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    foreign = tmp_path / "gsm8k.parquet"
+    pq.write_table(pa.table({"question": ["What is 2 + 2?"], "answer": ["#### 4"]}), foreign)
+    with pytest.raises(DataError, match="not a ThoughtSource Parquet file: no column dataset, split, id") as info:
+        Collection.load(foreign)
+    assert str(foreign) in str(info.value) and "question, answer" in str(info.value)
+    # ours with a column of the wrong kind (a sample id that is a list) is one line too
+    ours = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json")
+    ours.to_parquet(tmp_path / "pq")
+    path = next((tmp_path / "pq").rglob("*.parquet"))
+    table = pq.read_table(path)
+    pq.write_table(table.set_column(table.column_names.index("question"), "question",
+                                    pa.array([[1]] * table.num_rows)), path)
+    with pytest.raises(DataError, match="not a valid ThoughtSource sample: question"):
+        Collection.load(path)
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "info", str(foreign)], capture_output=True, text=True)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_outputs_that_cannot_be_replaced_are_refused_before_any_work(examples_dir: Path, tmp_path: Path) -> None:
+    """/proc/gen.json passed os.access (as root) and failed after the whole generation, naming a temp file; /dev/null
+    would have been replaced by a regular file."""
+    import subprocess
+    import sys
+
+    with pytest.raises(DataError, match=r"^/proc/gen\.json: cannot write there: .* \(creating a file in /proc\)"):
+        io.check_out("/proc/gen.json")
+    with pytest.raises(DataError, match=r"^/dev/null: is not a regular file"):
+        io.check_out("/dev/null")
+    with pytest.raises(DataError, match=r"^/proc/gen\.json: cannot write there"), io.atomic_write("/proc/gen.json") as fh:
+        fh.write("x")
+    io.check_out(tmp_path / "new" / "deeper" / "out.json")  # a folder still to be made is fine
+    assert not (tmp_path / "new").exists() and not list(tmp_path.iterdir())  # and nothing is left behind
+    src = examples_dir / "tests_unit_data" / "test_1_dataset.json"
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "generate", "--file", str(src), "--out", "/proc/gen.json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and p.stderr.strip().startswith("error: /proc/gen.json: cannot write there"), p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1

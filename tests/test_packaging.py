@@ -60,7 +60,7 @@ def test_cli_without_torch_and_matplotlib(examples_dir: Path, tmp_path: Path) ->
     assert sorted(p.name for p in (tmp_path / "ev").iterdir()) == ["accuracy.csv", "accuracy.md", "answers.csv", "results.json"]
     serve = subprocess.run([sys.executable, "-c", code, "serve-model"], capture_output=True, text=True, env=env, timeout=120)
     assert serve.returncode == 1
-    assert serve.stderr.strip() == ("error: serve-model needs fastapi, which is not installed: pip install 'thoughtsource[serve]'")
+    assert serve.stderr.strip() == ("error: serve-model needs fastapi, which is not installed: pip install 'thoughtsource[serve,models]'")
 
 
 def test_constraints_satisfy_every_declared_bound() -> None:

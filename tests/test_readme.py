@@ -2,8 +2,8 @@
 
 The commands are extracted from README.md (continuation lines joined, comments dropped) and run in
 README order in one working folder, where the README's placeholder files exist (``FILE`` is a real
-model run, ``worldtree.json`` one WorldTree sample, ``run1.json``/``run2.json`` annotated files, ``triggers.json`` a
-run of three prompts per question).
+model run, ``worldtree.json`` one WorldTree sample, ``run1.json``/``run2.json`` annotated files, ``samples.json`` a
+self-consistency run, four sampled CoTs per prompt).
 Commands that need the network, a GPU, a long-running server or minutes of training are listed in
 :data:`SKIP` with the reason and the test that covers them instead; a README command that is neither
 run nor skipped fails the test, and so does a skip entry that no longer matches a README command.
@@ -33,6 +33,8 @@ SKIP: dict[str, str] = {
     "pip install": "needs PyPI; tests/test_packaging.py checks the base install's promises offline",
     "thoughtsource generate --dataset gsm8k": "needs model servers at host1/host2; tests/generation/test_generate*.py use the fault server",
     "thoughtsource serve-model": "a long-running server; tests/backends/test_server.py",
+    "lm_eval --model local-completions": "needs serve-model running and the hub's task data; tests/backends/"
+                                         "test_server_lm_eval.py runs lm-eval the same way on local task files",
     "thoughtsource serve run1.json": "a long-running server; tests/web/test_cli_web.py",
     "thoughtsource star run": "trains a model for minutes (or needs a GPU); tests/star/test_star_cli.py, tests/star/test_star_loop.py",
     "thoughtsource generate --file worldtree.json --backend openai": "needs a reasoning model's server; tests/test_reasoning.py "
@@ -79,9 +81,16 @@ def workdir(examples_dir: Path, shared_data: Path, tmp_path: Path) -> Path:
     one.dump(tmp_path / "worldtree.json")
     shutil.copy(examples_dir / "annotated" / "annotated_wt_davinci.json", tmp_path / "run1.json")
     shutil.copy(examples_dir / "annotated" / "annotated_ob_davinci.json", tmp_path / "run2.json")
-    # three prompts per question (no trigger, kojima-01, zhou-01), some right and some wrong: preference pairs
-    shutil.copy(examples_dir / "model_runs" / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json",
-                tmp_path / "triggers.json")
+    # sampled CoTs of one prompt (generate --n 4 --temperature 0.7), some right and some wrong: preference pairs
+    from thoughtsource.generation import generate
+    from thoughtsource.testing.fault_server import run_fault_server
+
+    samples = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json").select(
+        split="train", number_samples=6, seed=0)
+    with run_fault_server() as server:
+        generate(samples, backend="openai", model="fault-echo", base_urls=[server.base_url], store=tmp_path / "s.sqlite",
+                 progress=False, n=4, temperature=0.7)
+    samples.dump(tmp_path / "samples.json")
     for arm in ("star", "direct"):  # finished STaR runs: the metrics of docs/star-results.md's first experiment
         (tmp_path / "runs" / arm).mkdir(parents=True)
         shutil.copy(REPO / "docs" / "star-results" / f"{arm}_metrics.json", tmp_path / "runs" / arm / "metrics.json")

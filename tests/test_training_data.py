@@ -41,6 +41,26 @@ def gpt35(examples_dir: Path) -> Path:
     return examples_dir / GPT35
 
 
+@pytest.fixture(scope="module")
+def sc_runs(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two self-consistency runs (4 sampled CoTs per prompt, two triggers) of two models on 8 WorldTree train samples,
+    generated against the fault server (its sampled answers vary, so a prompt has correct and incorrect CoTs)."""
+    from thoughtsource.generation import generate
+    from thoughtsource.testing.fault_server import run_fault_server
+
+    folder = tmp_path_factory.mktemp("sc")
+    out = []
+    with run_fault_server() as server:
+        for model in ("fault-echo", "fault-other"):
+            c = Collection.load(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json").select(
+                split="train", number_samples=8, seed=0)
+            generate(c, backend="openai", model=model, base_urls=[server.base_url], store=folder / "s.sqlite",
+                     progress=False, cot_trigger_keys=["kojima-01", "none"], n=4, temperature=0.7)
+            out.append(folder / f"{model}.json")
+            c.dump(out[-1])
+    return out
+
+
 @pytest.fixture
 def step_db(examples_dir: Path, tmp_path: Path) -> tuple[Path, Path, list[tuple[CotRef, list[int | None]]]]:
     """An annotation database over the real annotated_set.json: step labels on three CoTs (alice and bob agree on
@@ -126,7 +146,7 @@ def star_run(folder: Path) -> Path:
 # --------------------------------------------------------------------------- formats
 def test_sft_keeps_the_correct_cots_of_a_real_run_with_a_card(gpt35: Path, tmp_path: Path) -> None:
     out = tmp_path / "sft"
-    result = export("sft", [gpt35], out)
+    result = export("sft", [gpt35], out, include_eval_splits=True)
     c = Collection.load(gpt35)
     marks = [all(a.correct_answer for a in cot.answers) for _, _, x in c.samples() for cot in x.generated_cot]
     assert result.records == sum(marks) and result.left_out == {"incorrect CoT": marks.count(False)}
@@ -147,7 +167,7 @@ def test_sft_keeps_the_correct_cots_of_a_real_run_with_a_card(gpt35: Path, tmp_p
 
 
 def test_messages_are_a_user_and_an_assistant_turn(gpt35: Path, tmp_path: Path) -> None:
-    export("messages", [gpt35], tmp_path / "m", all_cots=True, models=["gpt-3.5-turbo"])
+    export("messages", [gpt35], tmp_path / "m", all_cots=True, models=["gpt-3.5-turbo"], include_eval_splits=True)
     rows = read_records(tmp_path / "m")
     assert len(rows) == 6 * 201
     assert [m["role"] for m in rows[0]["messages"]] == ["user", "assistant"]
@@ -155,20 +175,46 @@ def test_messages_are_a_user_and_an_assistant_turn(gpt35: Path, tmp_path: Path) 
     assert _load(tmp_path / "m").num_rows == len(rows)
 
 
-def test_preference_pairs_correct_against_incorrect_cots_of_the_same_question(gpt35: Path, tmp_path: Path) -> None:
-    result = export("preference", [gpt35], tmp_path / "p", max_pairs_per_prompt=1)
-    rows = read_records(tmp_path / "p")
+def test_eval_splits_are_left_out_unless_asked_for_and_the_card_lists_splits(gpt35: Path, tmp_path: Path) -> None:
+    """`training-data sft` on a published run exported the CoTs of its test and validation samples as training data."""
     c = Collection.load(gpt35)
-    by_id = {(d, s, x.id): x for d, s, x in c.samples()}
-    mixed = [x for x in by_id.values() if len({all(a.correct_answer for a in t.answers) for t in x.generated_cot}) == 2]
-    assert result.records == len(mixed) == len(rows)
-    for r in rows[:20]:
-        x = by_id[(r["dataset"], r["split"], r["sample_id"])]
-        cots = {t.id: t for t in x.generated_cot}
-        assert all(a.correct_answer for a in cots[r["chosen_cot_id"]].answers)
-        assert not all(a.correct_answer for a in cots[r["rejected_cot_id"]].answers)
-        assert r["chosen"].strip() == cots[r["chosen_cot_id"]].cot.strip()
-        assert r["prompt"].startswith(x.question)  # different triggers: the question block is the prompt
+    per_split = {(d, s): sum(len(x.generated_cot) for x in xs) for d, splits in c.data.items() for s, xs in splits.items()}
+    held_out = sum(n for (_, s), n in per_split.items() if s in ("test", "validation"))
+    assert held_out == 1005 and per_split[("strategy_qa", "train")] == 201
+    result = export("sft", [gpt35], tmp_path / "sft")
+    rows = read_records(tmp_path / "sft")
+    assert {(r["dataset"], r["split"]) for r in rows} == {("strategy_qa", "train")}
+    assert result.left_out["CoT of a test/validation split (--include-eval-splits keeps them)"] == 1005
+    card = (tmp_path / "sft" / "README.md").read_text()
+    assert "## Splits" in card and f"| strategy_qa/train | {result.records} |" in card
+    assert "test/validation splits: left out" in card and "| gpt-3.5-turbo |" in card
+    everything = export("sft", [gpt35], tmp_path / "all", include_eval_splits=True)
+    assert everything.splits["worldtree/test"] > 0 and "test/validation splits: included" in (tmp_path / "all" / "README.md").read_text()
+
+
+def test_preference_pairs_are_of_one_model_and_one_prompt(sc_runs: list[Path], tmp_path: Path) -> None:
+    """Pairs paired CoTs of different models and prompts although --help promised 'the same prompt'."""
+    result = export("preference", sc_runs, tmp_path / "p", max_pairs_per_prompt=2)
+    rows = read_records(tmp_path / "p")
+    from thoughtsource.evaluate import evaluate
+
+    cots = {}
+    for path in sc_runs:
+        c = Collection.load(path)
+        evaluate(c, overwrite=False, warn=False)  # the strict verdicts the export judges unmarked answers by
+        for d, s, x in c.samples():
+            for t in x.generated_cot:
+                cots[t.id] = (d, s, x.id, t)
+    assert result.records == len(rows) > 0 and {r["model"] for r in rows} == {"fault-echo", "fault-other"}
+    for r in rows:
+        (d, s, sid, good), (d2, s2, sid2, bad) = cots[r["chosen_cot_id"]], cots[r["rejected_cot_id"]]
+        assert (d, s, sid) == (d2, s2, sid2) == (r["dataset"], r["split"], r["sample_id"])
+        assert good.prompt_text == bad.prompt_text == r["prompt"]  # one prompt: the same trigger
+        assert good.model["name"] == bad.model["name"] == r["model"]  # one model
+        assert all(a.correct_answer for a in good.answers) and not all(a.correct_answer for a in bad.answers)
+        assert r["chosen"].strip() == good.cot.strip() and r["rejected"].strip() == bad.cot.strip()
+    groups = {(r["sample_id"], r["model"], r["prompt"]) for r in rows}
+    assert len(rows) <= 2 * len(groups) and len({p for _, _, p in groups}) > len({sid for sid, _, _ in groups})
     assert _load(tmp_path / "p").column_names[:3] == ["prompt", "chosen", "rejected"]
 
 
@@ -194,7 +240,7 @@ def test_star_run_sft_is_its_training_records_and_pairs_kept_against_rejected(tm
 
 def test_stepwise_and_prm800k_from_an_annotation_database(step_db, tmp_path: Path) -> None:
     db, data, labelled = step_db
-    result = export("stepwise", [db, data], tmp_path / "s")
+    result = export("stepwise", [db, data], tmp_path / "s", include_eval_splits=True)
     assert result.left_out == {"CoT whose annotators disagree (not adjudicated)": 1}
     rows = sorted(read_records(tmp_path / "s"), key=lambda r: r["cot_id"])
     expected = sorted(labelled, key=lambda t: t[0].cot_id)
@@ -204,7 +250,7 @@ def test_stepwise_and_prm800k_from_an_annotation_database(step_db, tmp_path: Pat
     ds = _load(tmp_path / "s")
     assert ds.column_names[:3] == ["prompt", "completions", "labels"]
 
-    export("prm800k", [db, data], tmp_path / "k")
+    export("prm800k", [db, data], tmp_path / "k", include_eval_splits=True)
     recs = {r["thoughtsource"]["cot_id"]: r for r in read_records(tmp_path / "k")}
     ref, labels = labelled[0]
     rec = recs[ref.cot_id]
@@ -220,8 +266,8 @@ def test_step_labels_inside_a_file_need_no_database(step_db, tmp_path: Path) -> 
     exported = tmp_path / "exported.json"
     res = runner.invoke(app, ["annotations", "export", str(data), "--db", str(db), "-o", str(exported)])
     assert res.exit_code == 0, res.output
-    export("stepwise", [exported], tmp_path / "a")
-    export("stepwise", [db, data], tmp_path / "b")
+    export("stepwise", [exported], tmp_path / "a", include_eval_splits=True)
+    export("stepwise", [db, data], tmp_path / "b", include_eval_splits=True)
     assert read_records(tmp_path / "a") == read_records(tmp_path / "b")
 
 
@@ -239,15 +285,18 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
 def test_cli_writes_the_folder_and_refuses_to_overwrite_without_force(gpt35: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "sft"
     code, err = _cli(capsys, "sft", str(gpt35), "-o", str(out))
+    assert code == 0 and f"wrote 126 sft record(s) to {out} (left out: 1005 CoT of a test/validation split" in err
+    code, err = _cli(capsys, "sft", str(gpt35), "-o", str(out), "--force", "--include-eval-splits")
     assert code == 0 and f"wrote 831 sft record(s) to {out} (left out: 375 incorrect CoT)" in err
     code, err = _cli(capsys, "sft", str(gpt35), "-o", str(out))
     assert code == 1 and err == f"error: {out}: exists and is not an empty folder; pass --force to replace it"
-    code, err = _cli(capsys, "sft", str(gpt35), "-o", str(out), "--force", "--model", "gpt-4")
+    code, err = _cli(capsys, "sft", str(gpt35), "-o", str(out), "--force", "--model", "gpt-4", "--include-eval-splits")
     assert code == 1 and "no sft records (1206 other model)" in err
     assert len(read_records(out)) == 831  # the old export is untouched
-    code, err = _cli(capsys, "sft", str(gpt35), "-o", str(out), "--force", "--all-cots")
+    code, err = _cli(capsys, "sft", str(gpt35), "-o", str(out), "--force", "--all-cots", "--include-eval-splits")
     assert code == 0 and len(read_records(out)) == 1206
-    assert f"with `thoughtsource training-data sft {gpt35} --out {out} --all-cots`." in (out / "README.md").read_text()
+    assert (f"with `thoughtsource training-data sft {gpt35} --out {out} --all-cots --include-eval-splits`."
+            in (out / "README.md").read_text())
     assert [p.name for p in tmp_path.iterdir()] == ["sft"]  # no temp folder left behind
     code, err = _cli(capsys, "dpo", str(gpt35), "-o", str(out))
     assert code == 2 and "'dpo' is not one of 'sft', 'messages', 'preference', 'stepwise', 'prm800k'" in err
@@ -334,7 +383,7 @@ def test_sft_trainer_takes_a_step_on_the_export(fmt: str, gpt35: Path, model_dir
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    export(fmt, [gpt35], tmp_path / fmt)
+    export(fmt, [gpt35], tmp_path / fmt, include_eval_splits=True)
     ds = _load(tmp_path / fmt).select(range(4))
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
@@ -346,13 +395,13 @@ def test_sft_trainer_takes_a_step_on_the_export(fmt: str, gpt35: Path, model_dir
 
 @pytest.mark.slow
 @requires_trl
-def test_dpo_trainer_takes_a_step_on_correct_vs_incorrect_and_star_pairs(gpt35: Path, model_dir: Path, tmp_path: Path) -> None:
+def test_dpo_trainer_takes_a_step_on_correct_vs_incorrect_and_star_pairs(sc_runs: list[Path], model_dir: Path, tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import DPOConfig, DPOTrainer
 
     from datasets import concatenate_datasets
 
-    export("preference", [gpt35], tmp_path / "pairs", max_pairs_per_prompt=1)
+    export("preference", sc_runs, tmp_path / "pairs", max_pairs_per_prompt=1)
     export("preference", [star_run(tmp_path / "run")], tmp_path / "star")
     cols = ["prompt", "chosen", "rejected"]
     ds = concatenate_datasets(
@@ -373,7 +422,7 @@ def test_prm_trainer_takes_a_step_on_the_stepwise_export(step_db, model_dir: Pat
 
     prm = pytest.importorskip("trl.experimental.prm", reason="this trl has no PRMTrainer (removed in trl 1.14)")
     db, data, _ = step_db
-    export("stepwise", [db, data], tmp_path / "steps")
+    export("stepwise", [db, data], tmp_path / "steps", include_eval_splits=True)
     ds = _load(tmp_path / "steps").select_columns(["prompt", "completions", "labels"])
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForTokenClassification.from_pretrained(model_dir, num_labels=2)

@@ -53,6 +53,17 @@ def _complete(folder: Path) -> bool:
     return not _missing(folder)
 
 
+def _converted_dir() -> Path:
+    gguf = embedded_gguf()
+    st = gguf.stat()
+    return cache_dir("models") / f"{EMBEDDED_NAME}-{st.st_size}-{int(st.st_mtime)}"
+
+
+def embedded_is_converted() -> bool:
+    """Whether the embedded model's converted folder is there (``embedded_model_dir()`` returns at once)."""
+    return _complete(_converted_dir())
+
+
 def embedded_model_dir() -> Path:
     """A transformers-loadable folder (config, safetensors, tokenizer) converted from the GGUF, cached.
 
@@ -60,8 +71,7 @@ def embedded_model_dir() -> Path:
     file lock lets one convert while the others wait, and a folder missing any of its files is converted again.
     """
     gguf = embedded_gguf()
-    st = gguf.stat()
-    target = cache_dir("models") / f"{EMBEDDED_NAME}-{st.st_size}-{int(st.st_mtime)}"
+    target = _converted_dir()
     if _complete(target):
         return target
     from filelock import FileLock

@@ -49,9 +49,12 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
     path = Path(path)
     if path.is_dir():
         raise DataError("is a folder; expected the path of a file to write", path=str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    except OSError as e:  # named by the path the user gave, not the temp file's
+        raise DataError(f"cannot write there: {e.strerror}", path=str(path)) from None
     # mkstemp creates 0600; give the file the mode a plain open() would (0666 less the umask).
     umask = os.umask(0)
     os.umask(umask)
@@ -88,6 +91,14 @@ def check_out(path: str | os.PathLike[str], *, folder: bool = False) -> None:
         raise DataError(f"cannot write there: {existing} is a file, where a folder is needed", path=str(path))
     if not os.access(existing, os.W_OK | os.X_OK):
         raise DataError(f"cannot write there: no permission to write in {existing}", path=str(path))
+    if not folder and path.exists() and not path.is_file():  # /dev/null, a FIFO: no temp file is renamed over it
+        raise DataError("is not a regular file; it cannot be replaced (give the path of a file to write)", path=str(path))
+    try:  # what atomic_write will do: a temp file in the folder (os.access says yes to root on /proc, a read-only mount)
+        fd, probe = tempfile.mkstemp(prefix=".thoughtsource-check.", suffix=TEMP_SUFFIX, dir=existing)
+    except OSError as e:
+        raise DataError(f"cannot write there: {e.strerror} (creating a file in {existing})", path=str(path)) from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -253,10 +264,14 @@ def parse_data(obj: Any, *, path: str | None = None, validate: bool = False, war
     data: Data = {}
     problems: list[str] = []
     for ds_name, splits in obj.items():
+        if not ds_name.strip():
+            raise DataError("a dataset name is empty", path=path)
         if not isinstance(splits, dict):
             raise DataError(f"expected an object {{split: [samples]}}, got {type(splits).__name__}", path=path, dataset=ds_name)
         data[ds_name] = {}
         for split, records in splits.items():
+            if not split.strip():
+                raise DataError("a split name is empty", path=path, dataset=ds_name)
             if not isinstance(records, list):
                 raise DataError(
                     f"expected a list of samples, got {type(records).__name__}", path=path, dataset=ds_name, split=split
@@ -327,8 +342,12 @@ def dump_jsonl(data: Data, path: str | os.PathLike[str]) -> None:
 def load_jsonl(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
     obj: dict[str, dict[str, list[Any]]] = {}
     records = 0
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=str(path), line=lineno) from None
             if not line.strip():
                 continue
             if not records and looks_like_csv(line):
@@ -337,6 +356,8 @@ def load_jsonl(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
             rec = _decode(line, path=str(path), line=lineno)
             if not isinstance(rec, dict) or "dataset" not in rec or "split" not in rec:
                 raise DataError("expected an object with 'dataset' and 'split' keys", path=str(path), line=lineno)
+            if not isinstance(rec["dataset"], str) or not isinstance(rec["split"], str):
+                raise DataError("'dataset' and 'split' must be names (strings)", path=str(path), line=lineno)
             obj.setdefault(rec.pop("dataset"), {}).setdefault(rec.pop("split"), []).append(rec)
     if not records:
         raise DataError(EMPTY_FILE, path=str(path))
@@ -493,10 +514,20 @@ def load_parquet(path: str | os.PathLike[str]) -> Data:
             table = pq.read_table(f)
         except Exception as e:  # pyarrow raises several types for broken files
             raise DataError(f"cannot read Parquet: {e}", path=str(f)) from None
+        missing = [c for c in ("dataset", "split", "id") if c not in table.column_names]
+        if missing:  # written by another tool: no traceback at the first row
+            raise DataError(f"not a ThoughtSource Parquet file: no column {', '.join(missing)} (its columns: "
+                            f"{', '.join(table.column_names[:8]) or 'none'}{', ...' if len(table.column_names) > 8 else ''})",
+                            path=str(f))
         try:
             loaded = from_arrow(table)
         except DataError as e:  # e.g. an extra_json value nested too deeply
             raise DataError(e.message, path=str(f)) from None
+        except ValidationError as e:
+            where, what = _validation_message(e)
+            raise DataError(f"not a valid ThoughtSource sample: {where}: {what}", path=str(f)) from None
+        except (ValueError, TypeError, KeyError) as e:  # e.g. feedback_json that is not JSON, a column of another type
+            raise DataError(f"not a valid ThoughtSource Parquet file: {type(e).__name__}: {e}", path=str(f)) from None
         for d, splits in loaded.items():
             for s, xs in splits.items():
                 data.setdefault(d, {}).setdefault(s, []).extend(xs)

@@ -63,6 +63,8 @@ def request_payload(request: Request) -> dict[str, Any]:
             "seed": request.seed,
         },
         "sample_index": request.sample_index,
+        # only when given: the keys of text prompts stay what they were
+        **({"prompt_ids": list(request.prompt_ids)} if request.prompt_ids is not None else {}),
     }
 
 

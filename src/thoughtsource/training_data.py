@@ -4,8 +4,8 @@ One export per format (TRL's dataset formats, and OpenAI's PRM800K):
 
 * ``sft``: ``prompt``/``completion`` (standard prompt-completion; TRL's SFTTrainer trains on the completion);
 * ``messages``: ``messages`` (conversational: the user's prompt, the assistant's completion);
-* ``preference``: ``prompt``/``chosen``/``rejected`` (DPOTrainer): a correct against an incorrect CoT of the same
-  prompt, or a STaR run's kept rationale against a rejected one of the same question (V-STaR's verifier data);
+* ``preference``: ``prompt``/``chosen``/``rejected`` (DPOTrainer): a correct against an incorrect CoT of one model
+  for the same prompt, or a STaR run's kept rationale against a rejected one of the same question (V-STaR's verifier data);
 * ``stepwise``: ``prompt``/``completions``/``labels`` (stepwise supervision, PRMTrainer), from the annotator's
   step labels;
 * ``prm800k``: PRM800K's JSON lines (``question``, ``label.steps[].completions[].rating``), from the same labels.
@@ -21,6 +21,8 @@ What a record holds:
 * the prompt is the CoT's ``prompt_text``, filled in from its fragment ids when a file left it empty
   (:func:`~thoughtsource.reporting.runs.full_text_prompts`), else the question block;
 * the completion is the CoT; a reasoning model's is ``<think>reasoning</think>`` and its final content;
+* CoTs of test and validation samples are left out (and counted) unless ``include_eval_splits``: training on them
+  contaminates every later evaluation on those splits;
 * correct means every answer of the CoT is marked correct; unmarked answers are judged as ``evaluate`` judges
   them (strict); CoTs cut off mid-thought, empty CoTs and unmarked ones are left out and counted;
 * STaR: ``sft`` is exactly ``iter_N/train.jsonl`` (what the model of iteration N was trained on); pairs take the
@@ -212,11 +214,6 @@ def _mark_unmarked(collection: Collection) -> None:
         evaluate(collection, overwrite=False, warn=False)
 
 
-def _after(c: Cot) -> str:
-    """A CoT's completion after a question block (its own prompt set aside): on a new line."""
-    return "\n" + c.completion.lstrip()
-
-
 @dataclass
 class Cot:
     """One CoT of a collection, ready for a trainer."""
@@ -230,7 +227,6 @@ class Cot:
     prompt: str
     completion: str
     correct: bool | None
-    question: str  # the question block: the prompt of a pair whose CoTs had different prompts
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -243,9 +239,21 @@ class Cot:
         }
 
 
-def collection_cots(src: Sources, models: Sequence[str], left_out: Counter[str]) -> list[Cot]:
-    """Every usable CoT of the collections (the model filter applied); what is left out is counted by reason."""
-    from .prompts.build import question_block
+#: splits whose samples measure a model: their CoTs are not training data unless asked for (--include-eval-splits)
+EVAL_SPLIT_NAMES = ("test", "validation", "valid", "val", "dev", "eval")
+EVAL_LEFT_OUT = "CoT of a test/validation split (--include-eval-splits keeps them)"
+
+
+def is_eval_split(split: str) -> bool:
+    """test, validation, dev, ... and their variants (test_socratic, validation_matched)."""
+    s = split.lower()
+    return s in EVAL_SPLIT_NAMES or s.startswith(("test", "valid", "dev", "eval"))
+
+
+def collection_cots(src: Sources, models: Sequence[str], left_out: Counter[str], include_eval_splits: bool = False) -> list[Cot]:
+    """Every usable CoT of the collections (the model and split filters applied); what is left out is counted by
+    reason.  CoTs of test and validation samples are left out unless ``include_eval_splits``: a model trained on them
+    is then evaluated on what it was trained on (the published CoTs of GSM8K's test split, say)."""
     from .reporting.runs import full_text_prompts
 
     out: list[Cot] = []
@@ -253,6 +261,9 @@ def collection_cots(src: Sources, models: Sequence[str], left_out: Counter[str])
         full_text_prompts(collection)
         _mark_unmarked(collection)
         for d, s, sample in collection.samples():
+            if not include_eval_splits and is_eval_split(s):
+                left_out[EVAL_LEFT_OUT] += len(sample.generated_cot)
+                continue
             for i, cot in enumerate(sample.generated_cot):
                 name = model_name(cot)
                 if models and name not in models:
@@ -277,7 +288,6 @@ def collection_cots(src: Sources, models: Sequence[str], left_out: Counter[str])
                         prompt,
                         cot_completion(cot, prompt),
                         cot_correct(cot),
-                        question_block(sample),
                     )
                 )
     return out
@@ -361,10 +371,11 @@ def sft_records(
     all_cots: bool = False,
     star_iteration: str = "last",
     left_out: Counter[str],
+    include_eval_splits: bool = False,
     **_: Any,
 ) -> list[dict[str, Any]]:
     out = []
-    for c in collection_cots(src, models, left_out):
+    for c in collection_cots(src, models, left_out, include_eval_splits):
         if c.correct is not True and not all_cots:
             left_out["incorrect CoT" if c.correct is False else "CoT without a correctness mark"] += 1
             continue
@@ -391,40 +402,39 @@ def preference_records(
     max_pairs_per_prompt: int | None = None,
     star_iteration: str = "all",
     left_out: Counter[str],
+    include_eval_splits: bool = False,
     **_: Any,
 ) -> list[dict[str, Any]]:
-    """Every correct × incorrect pair of CoTs of the same question, across files and models (the first
-    ``max_pairs_per_prompt`` of each question).  The prompt is the CoTs' prompt when both had the same one, else
-    the question block (CoTs of different instructions or triggers answer the same question)."""
-    groups: dict[tuple[str, str, str, str], list[Cot]] = {}
-    for c in collection_cots(src, models, left_out):
+    """Every correct × incorrect pair of CoTs of one model for the same prompt (the first ``max_pairs_per_prompt``
+    of each): chosen and rejected differ only in what the model wrote, not in the model or in the instruction and
+    trigger it was asked with."""
+    groups: dict[tuple[str, str, str, str, str], list[Cot]] = {}
+    for c in collection_cots(src, models, left_out, include_eval_splits):
         if c.correct is None:
             left_out["CoT without a correctness mark"] += 1
             continue
-        groups.setdefault((c.dataset, c.split, c.sample_id, c.question), []).append(c)
+        groups.setdefault((c.dataset, c.split, c.sample_id, c.model, c.prompt), []).append(c)
     out = []
     for cots in groups.values():
         good = [c for c in cots if c.correct]
         bad = [c for c in cots if not c.correct]
         if not good or not bad:
-            left_out["question without both a correct and an incorrect CoT"] += 1
+            left_out["CoT without a CoT of the other verdict (same model and prompt)"] += len(cots)
             continue
         pairs = [(g, b) for g in good for b in bad][:max_pairs_per_prompt]
         for g, b in pairs:
-            same = g.prompt == b.prompt
-            prompt, chosen, rejected = (g.prompt, g.completion, b.completion) if same else (g.question, _after(g), _after(b))
             out.append(
                 {
-                    "prompt": prompt,
-                    "chosen": chosen,
-                    "rejected": rejected,
+                    "prompt": g.prompt,
+                    "chosen": g.completion,
+                    "rejected": b.completion,
                     "source": g.source if g.source == b.source else f"{g.source} / {b.source}",
                     "dataset": g.dataset,
                     "split": g.split,
                     "sample_id": g.sample_id,
                     "chosen_cot_id": g.cot_id,
                     "rejected_cot_id": b.cot_id,
-                    "model": g.model if g.model == b.model else f"{g.model} / {b.model}",
+                    "model": g.model,
                 }
             )
     for run in src.star_runs:
@@ -432,7 +442,8 @@ def preference_records(
     return out
 
 
-def step_records(src: Sources, *, models: Sequence[str] = (), left_out: Counter[str]) -> list[dict[str, Any]]:
+def step_records(src: Sources, *, models: Sequence[str] = (), left_out: Counter[str],
+                 include_eval_splits: bool = False) -> list[dict[str, Any]]:
     """The step labels (adjudicated, else agreed) of the database or of the files, as ``ServedData.prm_records``
     gives them, with the prompt; CoTs whose steps carry no label are left out."""
     from .web.data import ServedData, rows_from_collection
@@ -466,6 +477,9 @@ def step_records(src: Sources, *, models: Sequence[str] = (), left_out: Counter[
         left_out["CoT whose annotators disagree (not adjudicated)"] += unresolved
     out = []
     for r in records:
+        if not include_eval_splits and is_eval_split(r["split"]):
+            left_out[EVAL_LEFT_OUT] += 1
+            continue
         if models and r["model"] not in models:
             left_out["other model"] += 1
             continue
@@ -507,13 +521,15 @@ def stepwise_records(src: Sources, **kw: Any) -> list[dict[str, Any]]:
             "model": r["model"],
             "annotator": r["annotator"],
         }
-        for r in step_records(src, models=kw.get("models", ()), left_out=kw["left_out"])
+        for r in step_records(src, models=kw.get("models", ()), left_out=kw["left_out"],
+                              include_eval_splits=kw.get("include_eval_splits", False))
     ]
 
 
 def prm800k_records(src: Sources, **kw: Any) -> list[dict[str, Any]]:
     out = []
-    for r in step_records(src, models=kw.get("models", ()), left_out=kw["left_out"]):
+    for r in step_records(src, models=kw.get("models", ()), left_out=kw["left_out"],
+                          include_eval_splits=kw.get("include_eval_splits", False)):
         steps = [
             {
                 "completions": [{"text": s, "rating": v, "flagged": False}],
@@ -565,6 +581,7 @@ class Export:
     left_out: dict[str, int]
     models: dict[str, int]
     files: dict[str, str]
+    splits: dict[str, int] = field(default_factory=dict)  # "dataset/split" → records
 
 
 def export(
@@ -578,6 +595,7 @@ def export(
     star_iteration: str | None = None,
     force: bool = False,
     command: str = "",
+    include_eval_splits: bool = False,
 ) -> Export:
     """Write the ``format`` dataset of ``sources`` to the folder ``out`` (see the module docstring)."""
     if format not in BUILDERS:
@@ -596,13 +614,16 @@ def export(
         "all_cots": all_cots,
         "max_pairs_per_prompt": max_pairs_per_prompt,
         "star_iteration": iteration,
+        "include_eval_splits": include_eval_splits,
     }
     records = BUILDERS[format](src, **kwargs)
     if not records:
         reasons = ", ".join(f"{n} {why}" for why, n in left_out.most_common()) or "nothing to export"
         raise DataError(f"no {format} records ({reasons})", path=", ".join(str(p) for p in sources))
     model_counts = Counter(_record_model(format, r) for r in records)
-    filters = {"models": list(models) or "all", "star_iteration": iteration if src.star_runs else None}
+    split_counts = Counter(_record_split(format, r) for r in records)
+    filters = {"models": list(models) or "all", "star_iteration": iteration if src.star_runs else None,
+               "test/validation splits": "included" if include_eval_splits else "left out"}
     if format in ("sft", "messages"):
         filters["cots"] = "all" if all_cots else "correct only"
     if format == "preference":
@@ -614,6 +635,7 @@ def export(
         dict(left_out.most_common()),
         dict(model_counts.most_common()),
         {str(p): h for p, h in src.files.items()},
+        dict(sorted(split_counts.items())),
     )
     card = dataset_card(result, filters, command)
     _write_folder(out, records, card, jsonl=format == "prm800k")
@@ -621,6 +643,11 @@ def export(
         "%s: %d %s record(s) from %d file(s); left out: %s", out, len(records), format, len(src.files), dict(left_out) or "none"
     )
     return result
+
+
+def _record_split(format: str, r: dict[str, Any]) -> str:
+    where = r["thoughtsource"] if format == "prm800k" else r
+    return f"{where.get('dataset', '?')}/{where.get('split', '?')}" if "split" in where else "(STaR run)"
 
 
 def _record_model(format: str, r: dict[str, Any]) -> str:
@@ -688,6 +715,8 @@ def dataset_card(result: Export, filters: dict[str, Any], command: str = "") -> 
     lines += [f"| {_cell(p)} | `{h}` |" for p, h in result.files.items()]
     lines += ["", "## Models", "", "| model | records |", "|---|---:|"]
     lines += [f"| {_cell(m or '(unnamed)')} | {n} |" for m, n in result.models.items()]
+    lines += ["", "## Splits", "", "| dataset/split | records |", "|---|---:|"]
+    lines += [f"| {_cell(k)} | {n} |" for k, n in result.splits.items()]
     lines += ["", "## Filters", ""]
     lines += [f"- {k}: {v}" for k, v in filters.items() if v is not None]
     lines += ["", "## Counts", "", f"- records: {result.records}"]

@@ -221,3 +221,15 @@ def test_auto_threads_leaves_busy_cores_alone():
     assert TransformersOptions().threads == "auto"
     with pytest.raises(ValueError, match="threads must be >= 1"):
         TransformersOptions(threads=0)
+
+
+@pytest.mark.parametrize("mode", ["prefix", "generate", "static", "continuous"])
+def test_a_natural_end_is_finish_reason_stop_in_every_mode(embedded_model: tuple, mode: str):
+    """"Say OK." ends with the model's EOS well before max_tokens: "stop", whatever the decoding mode (prefix mode
+    dropped the EOS and said "length", so every client believed the answer was cut off)."""
+    backend = TransformersBackend.from_loaded(*embedded_model, mode=mode, batch_size=4)
+    say_ok = Request(messages=({"role": "user", "content": "Say OK."},), max_tokens=64)
+    cut = replace(say_ok, max_tokens=2)
+    done, short = backend.complete_sync([say_ok, cut])
+    assert done.finish_reason == "stop" and 0 < done.completion_tokens < 64
+    assert short.finish_reason == "length" and short.completion_tokens == 2

@@ -168,3 +168,27 @@ def test_ctrl_c_exits_130_keeps_the_store_and_resumes(examples_dir: Path, tmp_pa
     assert len(resumed) == 80 - len(kept)
     data = json.loads(out.read_text())
     assert sum(len(x["generated_cot"]) for x in data["worldtree"]["train"]) == 40
+
+
+def _commands(cmd, path: tuple[str, ...] = ()):
+    yield path, cmd
+    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+        yield from _commands(sub, (*path, name))
+
+
+def test_help_texts_lose_nothing_to_rich_markup() -> None:
+    """Typer renders help with rich markup, where '[default: 3]' or "'thoughtsource[serve]'" is a style tag and
+    vanishes: every bracket of every command's help and option help must reach the reader (escaped as \\[)."""
+    import typer
+    from rich.text import Text
+
+    from thoughtsource.cli import app
+
+    eaten = []
+    for path, cmd in _commands(typer.main.get_command(app)):
+        for where, text in [("help", cmd.help), *((p.name, getattr(p, "help", None)) for p in cmd.params)]:
+            if text and Text.from_markup(text).plain != text.replace("\\[", "["):
+                eaten.append((" ".join(path), where, text))
+    assert eaten == []
+    out = ts("serve-model", "--help", env={**ENV, "COLUMNS": "400"}).stdout
+    assert "pip install 'thoughtsource[serve,models]'" in out and "[default: the backend's]" in out

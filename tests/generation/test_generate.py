@@ -232,3 +232,29 @@ def test_cli_generate_from_a_registered_dataset(shared_data: Path, tmp_path: Pat
         assert [g["cot_trigger"] for g in ours] == ["kojima-01", "none"]
         assert all(g["answers"][0]["answer_extraction"] == "kojima-numerals" for g in ours)
         assert ours[0]["prompt_text"].endswith(f"{x['question'].strip()}\n\nAnswer: Let's think step by step.")
+
+
+def test_dry_run_loads_no_model(examples_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """--dry-run counted calls by loading the model for its weights fingerprint (65 s for a hub model); now it loads
+    none: a model only the hub has (not downloadable here) is not even looked for, and the report says the store was
+    not consulted.  The embedded model, converted on disk, keeps its store lookups (a folder's files are hashed)."""
+    from thoughtsource.backends.transformers_local import TransformersBackend
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    loads: list[str] = []
+    monkeypatch.setattr(TransformersBackend, "load", lambda self: loads.append(self.options.model))
+    src = examples_dir / "tests_unit_data" / "worldtree_100_dataset.json"
+    base = ["generate", "--file", str(src), "--split", "train", "--n-samples", "3", "--triggers", "kojima-01",
+            "--backend", "transformers", "--db", str(tmp_path / "s.sqlite"), "--dry-run"]
+    r = CliRunner().invoke(app, [*base, "--model", "HuggingFaceTB/no-such-model-here"])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "6 backend calls to make (3 CoT + 3 answer requests, the store not consulted" in text
+    assert "(characters / 4)" in text
+    pytest.importorskip("transformers")
+    from thoughtsource.embedded import embedded_model_dir
+
+    embedded_model_dir()  # converted once (as any use of the embedded model does)
+    r = CliRunner().invoke(app, [*base, "--model", "embedded"])
+    assert r.exit_code == 0 and "0 already in the store" in " ".join(r.output.split()), r.output
+    assert loads == []

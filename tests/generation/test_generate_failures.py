@@ -228,3 +228,31 @@ def test_collection_generate_raises_on_failures_and_keeps_the_report(src: Path, 
         assert c.generate(CONFIG, base_urls=[server.base_url], store=tmp_path / "s.sqlite", progress=False) is c
         assert c.generate_report is not None and c.generate_report.errors == 0
         assert c.generate_report.attached_answers == 3
+
+
+@pytest.mark.parametrize("status, key, says", [
+    ("401", None, "HTTP 401: no API key was sent: $TS_TEST_KEY is not set"),
+    ("401", "sk-wrong", "HTTP 401: the API key from $TS_TEST_KEY was refused"),
+    ("403", "sk-wrong", "HTTP 403: the API key from $TS_TEST_KEY was not allowed this model"),
+    ("404", None, "HTTP 404: model 'fault-echo' not found"),
+])
+def test_a_refused_key_or_unknown_model_stops_at_the_first_response(src: Path, tmp_path: Path, status: str,
+                                                                    key: str | None, says: str) -> None:
+    """Every request would get the same 401/403/404: one request is sent, one line names the server, the status and
+    the key's environment variable (it sent all of them, each failing, and advised to run again)."""
+    env = {k: v for k, v in ENV.items() if k != "TS_TEST_KEY"} | ({"TS_TEST_KEY": key} if key else {})
+    with run_fault_server(then=status) as server:
+        config = tmp_path / "one.yaml"
+        config.write_text('backend_options: {"api_key_env": "TS_TEST_KEY", "concurrency": 1, "max_attempts": 3}\n')
+        args = gen_args(src, server.base_url, tmp_path, n=20)
+        args[args.index("--config") + 1] = str(config)
+        p = subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=180,
+                           env=env)
+        sent = len(server.requests)
+    assert p.returncode == 1
+    (line,) = error_lines(p.stderr)
+    assert line.startswith(f"error: {server.base_url} answered {says}"), line
+    assert "Traceback" not in p.stderr and "run it again" not in p.stderr
+    assert sent == 1
+    if key:
+        assert key not in p.stderr

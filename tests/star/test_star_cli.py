@@ -85,3 +85,21 @@ def test_every_run_option_reaches_a_config_field_or_the_task() -> None:
         assert last in model.model_fields, path
     own = {"ctx", "out", "config", "seeds", "resume", "as_json"}
     assert set(inspect.signature(run).parameters) == own | set(CONFIG_FIELDS) | set(TASK_OPTIONS)
+
+
+@pytest.mark.parametrize("task, typo, hint", [("arithmetic", "min_digit", "'min_digits'"), ("gsm8k", "n_trian", "'n_train'")])
+def test_a_task_options_typo_is_one_line_with_did_you_mean(tmp_path: Path, task: str, typo: str, hint: str) -> None:
+    """A typo inside task_options was a TypeError traceback (unexpected keyword 'min_digit') once the run had started."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"task: {task}\ntask_options: {{{typo}: 2}}\n")
+    r = runner.invoke(app, ["star", "run", "--config", str(cfg), "--out", str(tmp_path / "o")])
+    assert isinstance(r.exception, ConfigError), r.exception
+    assert f"unknown task_options key '{typo}' (did you mean {hint}" in str(r.exception)
+    assert "\n" not in str(r.exception) and not (tmp_path / "o").exists()
+
+
+def test_base_config_task_options_typo_is_a_config_error(tmp_path: Path) -> None:
+    from thoughtsource.star.base import BaseConfig
+
+    with pytest.raises(ConfigError, match="did you mean 'max_digits'"):
+        BaseConfig.from_dict({"task_options": {"max_digit": 3}}).make_task()

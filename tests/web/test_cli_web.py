@@ -22,8 +22,9 @@ from .test_agreement import LABEL, example_rows
 runner = CliRunner()
 
 
-def test_users_add_and_list(tmp_path: Path) -> None:
+def test_users_add_and_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "a.sqlite"
+    monkeypatch.setattr("thoughtsource.cli.web._has_terminal", lambda: True)  # CliRunner's input plays the terminal
     r = runner.invoke(app, ["users", "add", "alice", "--db", str(db)], input="s3cret-pass\ns3cret-pass\n")
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["users", "add", "root", "--role", "admin", "--db", str(db), "--password-stdin"], input="adm1n-pass\n")
@@ -154,3 +155,25 @@ def test_reading_a_database_that_is_not_there_is_an_error(args: list[str], tmp_p
     assert isinstance(r.exception, StoreError), r.output
     assert str(r.exception).startswith(f"{db}: no annotation database here")
     assert not db.exists() and not (tmp_path / "out.json").exists()
+
+
+def test_users_add_without_a_terminal_needs_password_stdin_and_results_go_to_stdout(tmp_path: Path) -> None:
+    """Without a terminal, users add exited 130 with a GetPassWarning; users list and agreement printed to stderr."""
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTEST_CURRENT_TEST"}
+    db = tmp_path / "a.sqlite"
+
+    def ts(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "thoughtsource", *args, "--db", str(db)], input=stdin,
+                              capture_output=True, text=True, timeout=120, env=env)
+
+    p = ts("users", "add", "alice", stdin="s3cret-pass\ns3cret-pass\n")
+    assert p.returncode == 1 and p.stderr.startswith("error: no terminal to ask for the password") and "--password-stdin" in p.stderr
+    assert "Traceback" not in p.stderr and "GetPassWarning" not in p.stderr and not db.exists()
+    p = ts("users", "add", "alice", "--password-stdin", stdin="")
+    assert p.returncode == 1 and "the password is empty" in p.stderr
+    p = ts("users", "add", "alice", "--password-stdin", stdin="s3cret-pass\n")
+    assert p.returncode == 0, p.stderr
+    p = ts("users", "list")
+    assert p.returncode == 0 and "alice" in p.stdout and "alice" not in p.stderr
+    p = ts("agreement")
+    assert p.returncode == 0 and "inter-annotator agreement" in p.stdout

@@ -17,11 +17,14 @@ class Request:
 
     ``prompt`` is plain text (completion style); ``messages`` (chat style, OpenAI format) wins when
     given.  ``sample_index`` distinguishes the n samples of one prompt (self-consistency) and is part
-    of the cache key, so sampled completions are cacheable.
+    of the cache key, so sampled completions are cacheable.  ``prompt_ids`` is a prompt given as token ids
+    (``serve-model``'s ``prompt: [1, 2, 3]``, lm-eval's default): fed to the model as they are, no tokenizer
+    in between (``prompt`` is then empty); the openai backend sends them as they are.
     """
 
     prompt: str = ""
     messages: tuple[dict[str, str], ...] | None = None
+    prompt_ids: tuple[int, ...] | None = None
     max_tokens: int = 256
     temperature: float = 0.0
     top_p: float = 1.0

@@ -15,6 +15,9 @@ One :class:`OpenAIBackend` talks to one model on one or more servers:
 * a list of ``base_url`` s: each attempt goes to the ready server with the fewest requests in
   flight (or round robin); a retry prefers another server, and a server that fails repeatedly is
   rested for a while (failover);
+* a 401 or 403 (the key) or 404 (the model, or a URL without the API) is the same for every request: the
+  first one raises a *fatal* :class:`BackendError` naming the server, the status and the key's environment
+  variable, and no request is sent after it;
 * when every server has refused a connection and no request has succeeded yet, the run is over:
   the next failure raises a *fatal* :class:`BackendError` at once (no retries), which stops
   generation with one message instead of every request running all its retries;
@@ -300,6 +303,7 @@ class OpenAIBackend:
         self._rr = 0
         self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         self._ssl_context: ssl.SSLContext | None = None
+        self._refused: BackendError | None = None  # the first 401/403/404: fatal, raised for every later request
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend(model={self.options.model!r}, base_url={self.options.base_url!r})"
@@ -365,6 +369,8 @@ class OpenAIBackend:
             body["reasoning"] = {"max_tokens": o.reasoning_max_tokens}
         body.update(o.extra_body)
         use_chat = o.api == "chat" or (o.api == "auto" and request.messages)
+        if use_chat and request.prompt_ids is not None:
+            raise ConfigError(f"backend openai: api='chat' cannot send a prompt given as token ids (model {o.model})")
         if use_chat:
             body["messages"] = list(request.messages) if request.messages else [{"role": "user", "content": request.prompt}]
             if o.prefill_params and request.messages and request.messages[-1].get("role") == "assistant":
@@ -373,7 +379,7 @@ class OpenAIBackend:
             return "/chat/completions", body
         if request.messages:
             raise ConfigError(f"backend openai: api='completions' cannot send chat messages (model {o.model})")
-        body["prompt"] = request.prompt
+        body["prompt"] = list(request.prompt_ids) if request.prompt_ids is not None else request.prompt
         return "/completions", body
 
     async def _pick_endpoint(self, avoid: _Endpoint | None) -> _Endpoint:
@@ -435,6 +441,9 @@ class OpenAIBackend:
                 log.debug("retrying %s in %.2fs after %s (attempt %d)", path, delay, failure.detail, attempt)
                 await asyncio.sleep(delay)
             async with state.semaphore:
+                if self._refused is not None:  # a 401/403/404 came back: no request is sent after it
+                    self.counters.failed += 1
+                    raise self._refused
                 if state.rpm:
                     await state.rpm.acquire(1)
                 if state.tpm:
@@ -451,6 +460,11 @@ class OpenAIBackend:
                     failure = e
                     self._record_failure(endpoint, e)
                     avoid = endpoint
+                    if e.status in (401, 403, 404):
+                        self.counters.failed += 1
+                        if self._refused is None:
+                            self._refused = self._refusal(endpoint, e, attempt)
+                        raise self._refused from None
                     if self._unreachable():
                         self.counters.failed += 1
                         raise BackendError(
@@ -471,6 +485,19 @@ class OpenAIBackend:
         raise BackendError(
             f"{o.model}: request failed: {failure.detail}", backend=self.name, status=failure.status, attempts=attempt
         )
+
+    def _refusal(self, endpoint: _Endpoint, e: _AttemptFailed, attempts: int) -> BackendError:
+        """The one fatal error of a 401/403 (the key) or 404 (the model or the URL): every other request would get it too."""
+        o = self.options
+        if e.status == 404:
+            why = f"model '{o.model}' not found (or no API at this URL)"
+        elif self._headers:
+            source = "the api_key option" if o.api_key is not None else f"${o.api_key_env}"
+            why = f"the API key from {source} was {'refused' if e.status == 401 else 'not allowed this model'}"
+        else:
+            why = f"no API key was sent: ${o.api_key_env} is not set"
+        return BackendError(f"{endpoint.url} answered HTTP {e.status}: {why} ({e.detail[len(f'HTTP {e.status}: '):][:160]})",
+                            backend=self.name, status=e.status, attempts=attempts, fatal=True)
 
     def _unreachable(self) -> bool:
         """Every server refused its last connection and nothing has been answered yet: no point retrying."""

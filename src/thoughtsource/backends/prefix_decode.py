@@ -82,7 +82,8 @@ def decode(
     should_stop: Callable[[], bool] | None = None,
     unfinished: set[int] | None = None,
 ) -> list[list[int]]:
-    """Generated token ids per row (EOS excluded; may end inside a stop string, cut later).
+    """Generated token ids per row, ending with the EOS token when the row ended there (so the caller can tell a
+    natural end from a cut at ``max_new``); may end inside a stop string, cut later.
 
     ``should_stop`` (Ctrl-C, :mod:`thoughtsource.interrupt`) is checked between decoding steps: once it is true the
     decoding ends, and the rows that had not ended are added to ``unfinished`` (their ids are not a completion)."""
@@ -143,10 +144,10 @@ def _decode_batch(model: Any, tokenizer: Any, rows: list[Row], plen: int, prefix
         next_tokens = pick(logits, [row_keys[i] for i in active]).tolist()
         keep: list[int] = []
         for j, (i, t) in enumerate(zip(active, next_tokens, strict=True)):
-            if t in eos:
-                continue
             g = generated[i]
             g.append(t)
+            if t in eos:  # kept: the caller's finish reason is "stop", not "length"
+                continue
             r = rows[i]
             if len(g) >= r.max_new:
                 continue

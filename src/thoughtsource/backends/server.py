@@ -1,10 +1,26 @@
 """An OpenAI-compatible HTTP server in front of any backend (by default the local transformers one).
 
-``thoughtsource serve-model --model embedded --port 8001`` serves ``/v1/models``,
-``/v1/chat/completions`` and ``/v1/completions``.  Each HTTP request becomes backend
-:class:`Request` s; the transformers backend gathers the requests of concurrent callers into one
-batched generate call, so throughput grows with the number of clients.  Streaming is not
-supported (``stream: true`` gets a 400).
+``thoughtsource serve-model --model embedded --port 8001`` serves ``/v1/models``, ``/v1/models/{id}``,
+``/v1/chat/completions`` and ``/v1/completions``, so that any OpenAI client (the ``openai`` package,
+lm-eval's ``local-completions``/``local-chat-completions``, ...) can be pointed at it.  Each HTTP request
+becomes backend :class:`Request` s; the transformers backend gathers the requests of concurrent callers into
+one batched generate call, so throughput grows with the number of clients.
+
+What it speaks, as OpenAI's API reference documents it:
+
+* ``n``, ``seed``, ``stop``, ``temperature``, ``top_p``, ``max_tokens``/``max_completion_tokens``;
+* completions: a prompt as text, a list of texts, token ids or a list of token-id lists; ``echo`` and
+  ``logprobs`` (the prompt tokens' log-probabilities with ``echo``, what lm-eval's loglikelihood reads;
+  ``max_tokens: 0`` with ``echo`` scores the prompt only);
+* chat: ``logprobs`` / ``top_logprobs`` of the generated tokens;
+* ``stream: true``: server-sent events (chunks, then ``data: [DONE]``; ``stream_options.include_usage``).  The
+  chunks are sent once the completion is generated (one per token), not while it decodes;
+* ``/tokenize``, ``/detokenize``, ``/tokenizer_info`` as vLLM serves them: lm-eval's ``local-completions`` tokenizes
+  with the served model's tokenizer without being told where it is;
+* errors in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: 400 for a malformed request, a
+  parameter this server does not support (``tools``, ``response_format``, ``best_of``, ``suffix``, ...: refused,
+  never silently ignored) or a prompt and ``max_tokens`` beyond the model's context, 404 for an unknown model or
+  route, 429 when the backend is rate limited, 500 when generation fails.
 
 For tests and notebooks, :func:`run_model_server` starts the server in a background thread on a
 free port and yields a handle with ``base_url``.
@@ -12,7 +28,10 @@ free port and yields a handle with ``base_url``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
+import json
 import logging
 import threading
 import time
@@ -29,38 +48,96 @@ from .base import Backend, Completion, Request
 
 log = logging.getLogger(__name__)
 
+#: parameters OpenAI clients may send that this server does not implement: refused (400) unless they carry the
+#: value that means "not used"
+UNSUPPORTED: dict[str, tuple[Any, ...]] = {
+    "tools": (None, []),
+    "tool_choice": (None, "none"),
+    "functions": (None, []),
+    "function_call": (None, "none"),
+    "response_format": (None, {"type": "text"}),
+    "best_of": (None, 1),
+    "suffix": (None, ""),
+    "logit_bias": (None, {}),
+    "presence_penalty": (None, 0, 0.0),
+    "frequency_penalty": (None, 0, 0.0),
+    "audio": (None,),
+    "modalities": (None, ["text"]),
+    "prediction": (None,),
+}
+
 
 class _Common(BaseModel):
-    # OpenAI clients send many optional fields (user, logit_bias, ...); those we do not use are ignored
-    model_config = ConfigDict(extra="ignore")
+    # the fields OpenAI clients send that we do not declare are kept, to refuse those in UNSUPPORTED (others, such as
+    # user or metadata, change nothing and are ignored)
+    model_config = ConfigDict(extra="allow")
 
     model: str
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_completion_tokens: int | None = Field(default=None, ge=0)
     temperature: float = Field(default=1.0, ge=0, le=2)  # the OpenAI default
     top_p: float = Field(default=1.0, gt=0, le=1)
     stop: str | list[str] | None = None
     seed: int | None = None
     n: int = Field(default=1, ge=1, le=128)
     stream: bool = False
+    stream_options: dict[str, Any] | None = None
+
+    def max_new(self, default_max_tokens: int) -> int:
+        for value in (self.max_completion_tokens, self.max_tokens):
+            if value is not None:
+                return value
+        return default_max_tokens
 
     def base_request(self, default_max_tokens: int) -> dict[str, Any]:
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
         return {
-            "max_tokens": self.max_completion_tokens or self.max_tokens or default_max_tokens,
+            "max_tokens": max(1, self.max_new(default_max_tokens)),  # 0 (echo only) generates one token, dropped
             "temperature": self.temperature,
             "top_p": self.top_p,
             "stop": tuple(stop),
             "seed": self.seed,
         }
 
+    def unsupported(self) -> str | None:
+        for name, unused in UNSUPPORTED.items():
+            if name in (self.model_extra or {}) and self.model_extra[name] not in unused:
+                return name
+        return None
+
 
 class ChatBody(_Common):
     messages: list[dict[str, Any]] = Field(min_length=1)
+    logprobs: bool = False
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
 
 
 class CompletionBody(_Common):
-    prompt: str | list[str]
+    prompt: str | list[str] | list[int] | list[list[int]]
+    echo: bool = False
+    logprobs: int | None = Field(default=None, ge=0, le=20)
+
+
+class TokenizeBody(BaseModel):
+    prompt: str
+    add_special_tokens: bool = True
+
+
+class DetokenizeBody(BaseModel):
+    tokens: list[int]
+
+
+class ApiError(Exception):
+    """An error answered in OpenAI's shape."""
+
+    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param, self.code = status, message, param, code
+
+
+def _error_type(status: int) -> str:
+    return {401: "authentication_error", 403: "permission_error", 404: "invalid_request_error",
+            429: "rate_limit_error"}.get(status, "server_error" if status >= 500 else "invalid_request_error")
 
 
 def _text_content(content: Any) -> str:
@@ -79,10 +156,31 @@ def _usage(completions: list[Completion], n: int) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
 
 
+def _prompts(body: CompletionBody) -> list[str | tuple[int, ...]]:
+    """The prompts of a completions request: texts, or token-id tuples."""
+    p = body.prompt
+    if isinstance(p, str):
+        return [p]
+    if not p:
+        raise ApiError(400, "prompt: must not be empty", "prompt")
+    if isinstance(p[0], int):
+        return [tuple(p)]  # type: ignore[arg-type]
+    if any(isinstance(x, list) and not x for x in p):
+        raise ApiError(400, "prompt: a token-id prompt must not be empty", "prompt")
+    return [x if isinstance(x, str) else tuple(x) for x in p]  # type: ignore[misc]
+
+
+def _sse(obj: Any) -> str:
+    return f"data: {json.dumps(obj)}\n\n"
+
+
 def create_app(backend: Backend, served_model_name: str, default_max_tokens: int = 256) -> Any:
     """The FastAPI app serving ``backend`` under the model name ``served_model_name``."""
     from fastapi import FastAPI
-    from fastapi.responses import JSONResponse
+    from fastapi import Request as HttpRequest
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse, StreamingResponse
+    from starlette.exceptions import HTTPException
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -93,22 +191,156 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
     app.state.backend = backend
     app.state.started = int(time.time())
 
-    def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
-        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+    def error(status: int, message: str, param: str | None = None, code: str | None = None) -> JSONResponse:
+        body = {"message": message, "type": _error_type(status), "param": param, "code": code}
+        return JSONResponse({"error": body}, status_code=status)
 
-    def check(body: _Common) -> JSONResponse | None:
+    @app.exception_handler(ApiError)
+    async def api_error(_: HttpRequest, e: ApiError) -> JSONResponse:
+        return error(e.status, e.message, e.param, e.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: HttpRequest, e: RequestValidationError) -> JSONResponse:
+        problems, param = [], None
+        for err in e.errors():
+            loc = [str(x) for x in err.get("loc", ()) if x != "body"]
+            if err.get("type") == "json_invalid":
+                problems.append(f"the request body is not valid JSON ({err.get('msg', '')})")
+                continue
+            where = ".".join(loc) or "body"
+            param = param or (loc[0] if loc else None)
+            problems.append(f"{where}: {err.get('msg', 'invalid')}")
+        message = "; ".join(dict.fromkeys(problems)) or "invalid request"
+        return error(400, message, param, "invalid_value" if param else None)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: HttpRequest, e: HTTPException) -> JSONResponse:
+        message = f"no route {request.method} {request.url.path}" if e.status_code in (404, 405) else str(e.detail)
+        return error(e.status_code, message)
+
+    @app.exception_handler(Exception)
+    async def crashed(_: HttpRequest, e: Exception) -> JSONResponse:
+        log.exception("request failed")
+        return error(500, f"internal error: {type(e).__name__}: {e}")
+
+    def check(body: _Common) -> None:
         if body.model != served_model_name:
-            return error(404, f"The model '{body.model}' does not exist; this server serves '{served_model_name}'.")
-        if body.stream:
-            return error(400, "stream=true is not supported by this server")
-        return None
+            raise ApiError(404, f"The model '{body.model}' does not exist; this server serves '{served_model_name}'.",
+                           "model", "model_not_found")
+        if (name := body.unsupported()) is not None:
+            raise ApiError(400, f"{name}: not supported by this server (thoughtsource serve-model)", name, "unsupported_parameter")
 
-    async def run(requests: list[Request]) -> list[Completion] | JSONResponse:
+    def scorer(param: str) -> Any:
+        if not callable(getattr(backend, "token_logprobs", None)):
+            raise ApiError(400, f"{param}: this backend ({backend.name}) cannot score tokens", param, "unsupported_parameter")
+        return backend
+
+    def tokenizer_backend() -> Any:
+        if not callable(getattr(backend, "tokenize", None)):
+            raise ApiError(404, f"this backend ({backend.name}) has no tokenizer to serve")
+        return backend
+
+    def check_context(requests: list[Request], param: str) -> None:
+        """A prompt and max_tokens longer than the model's context: a 400 as vLLM and OpenAI give, not a failed generate."""
+        count, limit = getattr(backend, "prompt_tokens", None), getattr(backend, "max_context", None)
+        if not callable(count) or not callable(limit) or not (ctx := limit()):
+            return
+        for r in {id(r.prompt_ids or r.prompt or r.messages): r for r in requests}.values():
+            n = count(r)
+            if n + r.max_tokens > ctx:
+                raise ApiError(400, f"This model's maximum context length is {ctx} tokens. However, you requested "
+                               f"{n + r.max_tokens} tokens ({n} in the {param}, {r.max_tokens} in the completion). Please "
+                               f"reduce the length of the {param} or completion.", param, "context_length_exceeded")
+
+    async def run(requests: list[Request], echo_only: bool) -> list[Completion]:
         try:
-            return await backend.complete(requests)
+            out = await backend.complete(requests)
         except BackendError as e:
             log.warning("generation failed: %s", e)
-            return error(500, str(e), "server_error")
+            status = e.status if e.status in (400, 429) else 500
+            raise ApiError(status, str(e)) from None
+        if echo_only:  # max_tokens 0: the one token generated is not part of the answer
+            out = [dataclasses.replace(c, text="", completion_tokens=0, finish_reason="length",
+                                       raw={**c.raw, "token_ids": []}) for c in out]
+        return out
+
+    async def scored(c: Completion, top: int, echo: bool) -> tuple[list[str], list[Any], dict[int, str]]:
+        """(token names, [(logprob, [(id, logprob)])], names of the top ids) of the completion's tokens, the prompt's
+        first with echo."""
+        b = scorer("logprobs")
+        prompt_ids, gen = list(c.raw["prompt_ids"]), list(c.raw["token_ids"])
+        values = await asyncio.to_thread(b.token_logprobs, prompt_ids + gen, top)
+        first = 0 if echo else len(prompt_ids)
+        values = values[first:]
+        alt_ids = sorted({i for _, alts in values for i, _ in alts})
+        return b.decode_tokens((prompt_ids + gen)[first:]), values, dict(zip(alt_ids, b.decode_tokens(alt_ids), strict=True))
+
+    async def completion_logprobs(c: Completion, top: int, echo: bool) -> dict[str, Any]:
+        names, values, by_id = await scored(c, top, echo)
+        offsets, at = [], 0
+        for name in names:
+            offsets.append(at)
+            at += len(name)
+        return {
+            "tokens": names,
+            "token_logprobs": [lp for lp, _ in values],
+            "top_logprobs": [None if lp is None else {by_id[i]: v for i, v in alts} for lp, alts in values],
+            "text_offset": offsets,
+        }
+
+    async def chat_logprobs(c: Completion, top: int) -> dict[str, Any]:
+        names, values, by_id = await scored(c, top, False)
+        names, values = names[: c.completion_tokens], values[: c.completion_tokens]  # OpenAI's chat omits the end token
+
+        def entry(name: str, lp: float) -> dict[str, Any]:
+            return {"token": name, "logprob": lp, "bytes": list(name.encode())}
+
+        return {"content": [{**entry(name, lp), "top_logprobs": [entry(by_id[i], v) for i, v in alts]}
+                            for name, (lp, alts) in zip(names, values, strict=True)]}
+
+    def pieces(c: Completion) -> list[str]:
+        """The completion's text in one piece per token (the stream's chunks); one piece without token ids."""
+        gen = list(c.raw.get("token_ids") or [])
+        decode = getattr(backend, "decode_text", None)
+        if not gen or not callable(decode) or not c.text:
+            return [c.text] if c.text else []
+        out, sent = [], 0
+        for k in range(1, len(gen) + 1):
+            upto = min(len(decode(gen[:k])), len(c.text))
+            if upto > sent and not decode(gen[:k]).endswith("\ufffd"):  # not inside a multi-byte character
+                out.append(c.text[sent:upto])
+                sent = upto
+        if sent < len(c.text):
+            out.append(c.text[sent:])
+        return out
+
+    def stream(kind: str, rid: str, out: list[Completion], body: _Common, extras: list[dict[str, Any]]) -> StreamingResponse:
+        created = int(time.time())
+        usage = bool((body.stream_options or {}).get("include_usage"))
+
+        def chunk(choices: list[dict[str, Any]]) -> dict[str, Any]:
+            obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
+            return {"id": rid, "object": obj, "created": created, "model": served_model_name, "choices": choices,
+                    **({"usage": None} if usage else {})}
+
+        async def events() -> AsyncIterator[str]:
+            for i, c in enumerate(out):
+                if kind == "chat":
+                    yield _sse(chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                                       "finish_reason": None}]))
+                    for piece in pieces(c):
+                        yield _sse(chunk([{"index": i, "delta": {"content": piece}, "logprobs": None, "finish_reason": None}]))
+                    yield _sse(chunk([{"index": i, "delta": {}, **extras[i], "finish_reason": c.finish_reason or "stop"}]))
+                else:
+                    text = extras[i].pop("echo", "")
+                    for piece in [*([text] if text else []), *pieces(c)]:
+                        yield _sse(chunk([{"index": i, "text": piece, "logprobs": None, "finish_reason": None}]))
+                    yield _sse(chunk([{"index": i, "text": "", **extras[i], "finish_reason": c.finish_reason or "stop"}]))
+            if usage:
+                yield _sse({**chunk([]), "usage": _usage(out, body.n)})
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -117,8 +349,6 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
     async def fingerprint() -> str | None:
         """The served weights' fingerprint (a hash of the model folder's files), so a client can check what it talks to."""
         if not hasattr(app.state, "fingerprint"):
-            import asyncio
-
             try:
                 identity = await asyncio.to_thread(backend.cache_identity)
                 app.state.fingerprint = identity.get("weights")
@@ -127,49 +357,104 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
                 app.state.fingerprint = None
         return app.state.fingerprint
 
-    @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
+    async def model_entry() -> dict[str, Any]:
         entry = {"id": served_model_name, "object": "model", "created": app.state.started, "owned_by": "thoughtsource"}
         if (fp := await fingerprint()) is not None:
             entry["fingerprint"] = fp
-        return {"object": "list", "data": [entry]}
+        return entry
+
+    # vLLM's tokenizer endpoints, at the server's root: lm-eval's local-completions finds them and tokenizes with the
+    # served model's own tokenizer (no tokenizer path or hub id needed on the client)
+    @app.get("/tokenizer_info")
+    async def tokenizer_info() -> dict[str, Any]:
+        return tokenizer_backend().tokenizer_info()
+
+    @app.post("/tokenize")
+    async def tokenize(body: TokenizeBody) -> dict[str, Any]:
+        b = tokenizer_backend()
+        tokens = b.tokenize(body.prompt, body.add_special_tokens)
+        return {"tokens": tokens, "count": len(tokens), "max_model_len": b.max_context()}
+
+    @app.post("/detokenize")
+    async def detokenize(body: DetokenizeBody) -> dict[str, str]:
+        return {"prompt": tokenizer_backend().decode_text(body.tokens)}
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [await model_entry()]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(model_id: str) -> dict[str, Any]:
+        if model_id != served_model_name:
+            raise ApiError(404, f"The model '{model_id}' does not exist; this server serves '{served_model_name}'.",
+                           "model", "model_not_found")
+        return await model_entry()
 
     @app.post("/v1/chat/completions", response_model=None)
-    async def chat(body: ChatBody) -> dict[str, Any] | JSONResponse:
-        if (bad := check(body)) is not None:
-            return bad
+    async def chat(body: ChatBody) -> Any:
+        check(body)
+        if body.top_logprobs and not body.logprobs:
+            raise ApiError(400, "top_logprobs: needs logprobs=true", "top_logprobs")
+        if body.logprobs:
+            scorer("logprobs")
         messages = tuple({"role": str(m.get("role", "user")), "content": _text_content(m.get("content"))} for m in body.messages)
         base = body.base_request(default_max_tokens)
-        out = await run([Request(messages=messages, sample_index=i, **base) for i in range(body.n)])
-        if isinstance(out, JSONResponse):
-            return out
+        requests = [Request(messages=messages, sample_index=i, **base) for i in range(body.n)]
+        check_context(requests, "messages")
+        out = await run(requests, body.max_new(default_max_tokens) == 0)
+        extras = [{"logprobs": await chat_logprobs(c, body.top_logprobs or 0) if body.logprobs else None} for c in out]
+        rid = f"chatcmpl-{uuid.uuid4().hex}"
+        if body.stream:
+            return stream("chat", rid, out, body, extras)
         return {
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "id": rid,
             "object": "chat.completion",
             "created": int(time.time()),
             "model": served_model_name,
             "choices": [
-                {"index": i, "message": {"role": "assistant", "content": c.text}, "finish_reason": c.finish_reason or "stop"}
+                {"index": i, "message": {"role": "assistant", "content": c.text}, **extras[i],
+                 "finish_reason": c.finish_reason or "stop"}
                 for i, c in enumerate(out)
             ],
             "usage": _usage(out, body.n),
         }
 
     @app.post("/v1/completions", response_model=None)
-    async def completions(body: CompletionBody) -> dict[str, Any] | JSONResponse:
-        if (bad := check(body)) is not None:
-            return bad
-        prompts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
+    async def completions(body: CompletionBody) -> Any:
+        check(body)
+        prompts = _prompts(body)
+        if body.logprobs is not None:
+            scorer("logprobs")
+        if body.echo and any(not isinstance(p, str) for p in prompts):
+            scorer("echo")
         base = body.base_request(default_max_tokens)
-        out = await run([Request(prompt=p, sample_index=i, **base) for p in prompts for i in range(body.n)])
-        if isinstance(out, JSONResponse):
-            return out
+        requests = [
+            Request(prompt=p, sample_index=i, **base) if isinstance(p, str) else Request(prompt_ids=p, sample_index=i, **base)
+            for p in prompts
+            for i in range(body.n)
+        ]
+        check_context(requests, "prompt")
+        out = await run(requests, body.max_new(default_max_tokens) == 0)
+        extras: list[dict[str, Any]] = []
+        for r, c in zip(requests, out, strict=True):
+            extra: dict[str, Any] = {"logprobs": None}
+            if body.logprobs is not None:
+                extra["logprobs"] = await completion_logprobs(c, body.logprobs, body.echo)
+            if body.echo:
+                extra["echo"] = r.prompt if r.prompt_ids is None else scorer("echo").decode_text(list(r.prompt_ids))
+            extras.append(extra)
+        rid = f"cmpl-{uuid.uuid4().hex}"
+        if body.stream:
+            return stream("text", rid, out, body, extras)
         return {
-            "id": f"cmpl-{uuid.uuid4().hex}",
+            "id": rid,
             "object": "text_completion",
             "created": int(time.time()),
             "model": served_model_name,
-            "choices": [{"index": i, "text": c.text, "finish_reason": c.finish_reason or "stop"} for i, c in enumerate(out)],
+            "choices": [
+                {"index": i, "text": extras[i].pop("echo", "") + c.text, **extras[i], "finish_reason": c.finish_reason or "stop"}
+                for i, c in enumerate(out)
+            ],
             "usage": _usage(out, body.n),
         }
 

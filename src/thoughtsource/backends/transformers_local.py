@@ -168,6 +168,8 @@ class TransformersBackend:
 
     def load(self) -> tuple[Any, Any]:
         """(model, tokenizer), loading them on first use."""
+        if self._model is not None:  # loaded: no lock (a generate holds it; the server's tokenizer calls must not wait)
+            return self._model, self._tokenizer
         with self._lock:
             if self._model is None:
                 import torch
@@ -203,6 +205,18 @@ class TransformersBackend:
         if self.options.think_tags is not None:  # the stored text is split: another key than the plain text
             identity["think_tags"] = list(self.options.think_tags)
         return identity
+
+    def cache_identity_without_loading(self) -> dict[str, Any] | None:
+        """``cache_identity()`` when it needs no model loaded (the fingerprint is known, or hashes a folder on disk; the
+        embedded model only once converted), else None: a dry run counts calls without loading a model."""
+        if self._fingerprint is None and self._owns_model:
+            from ..embedded import embedded_is_converted, is_embedded, resolve_model
+
+            if is_embedded(self.options.model) and not embedded_is_converted():
+                return None
+            if not Path(resolve_model(self.options.model)).is_dir():  # a hub id: only the loaded weights tell
+                return None
+        return self.cache_identity()
 
     async def complete(self, requests: list[Request]) -> list[Completion]:
         if not requests:
@@ -365,6 +379,9 @@ class TransformersBackend:
                 list(request.messages), add_generation_prompt=not prefill, continue_final_message=prefill, tokenize=False
             )
             ids = tok(text, add_special_tokens=False)["input_ids"]
+        elif request.prompt_ids is not None:  # token ids given by the client: fed as they are
+            ids = list(request.prompt_ids)
+            text = tok.decode(ids, skip_special_tokens=False)
         else:
             text = request.prompt
             ids, _ = prompt_token_ids(tok, text)  # the same ids STaR trains on
@@ -457,9 +474,10 @@ class TransformersBackend:
         finish = "length"
         # a row ends at its EOS; padding after a row stopped early (stop string) ends it as well
         ends = {*_eos_ids(self._model, tok), tok.pad_token_id}
+        ended: list[int] = []  # the end token, scored by logprobs like any generated token (as vLLM does)
         for j, t in enumerate(ids):
             if t in ends:
-                ids, finish = ids[:j], "stop"
+                ids, ended, finish = ids[:j], [t], "stop"
                 break
         text = tok.decode(ids, skip_special_tokens=self.options.skip_special_tokens)
         cut = _stop_index(text, request.stop)
@@ -478,7 +496,8 @@ class TransformersBackend:
             finish_reason=finish,
             latency_s=latency,
             attempts=1,
-            raw={"mode": self.mode, "device": self.device},
+            # the token ids of prompt and completion: serve-model's logprobs score exactly these
+            raw={"mode": self.mode, "device": self.device, "prompt_ids": row.ids, "token_ids": ids + ended if cut is None else ids},
             reasoning=reasoning,
             reasoning_tokens=reasoning_tokens,
             reasoning_source="tags" if reasoning is not None else "",
@@ -511,6 +530,59 @@ class TransformersBackend:
             else:
                 lo = mid + 1
         return split.answer, split.reasoning, lo
+
+    # -- scoring (serve-model's logprobs and echo) -----------------------------------------------
+
+    def token_logprobs(self, ids: list[int], top: int = 0) -> list[tuple[float | None, list[tuple[int, float]]]]:
+        """Per token of ``ids``: its log-probability given the tokens before it (None for the first) and the ``top``
+        most likely tokens at that place with theirs, from one forward pass in float32 log-softmax (as lm-eval's
+        ``hf`` model scores)."""
+        import torch
+
+        model, _ = self.load()
+        if not ids:
+            return []
+        with self._lock, torch.inference_mode():
+            logits = model(input_ids=torch.tensor([ids], device=self.device)).logits[0, :-1].float()
+        logp = torch.log_softmax(logits, dim=-1)
+        chosen = logp.gather(1, torch.tensor(ids[1:], device=logp.device)[:, None])[:, 0].tolist()
+        tops: list[list[tuple[int, float]]] = [[] for _ in chosen]
+        if top > 0:
+            values, indices = logp.topk(min(top, logp.shape[-1]), dim=-1)
+            tops = [list(zip(i, v, strict=True)) for i, v in zip(indices.tolist(), values.tolist(), strict=True)]
+        return [(None, []), *zip(chosen, tops, strict=True)]
+
+    def decode_tokens(self, ids: list[int]) -> list[str]:
+        """Each token's own text (special tokens included), as logprobs name them."""
+        _, tok = self.load()
+        return [tok.decode([i], skip_special_tokens=False) for i in ids]
+
+    def decode_text(self, ids: list[int]) -> str:
+        """The text of ``ids`` (an echoed token-id prompt)."""
+        _, tok = self.load()
+        return tok.decode(ids, skip_special_tokens=False)
+
+    def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """The token ids of ``text`` (serve-model's /tokenize)."""
+        _, tok = self.load()
+        return list(tok(text, add_special_tokens=add_special_tokens)["input_ids"])
+
+    def tokenizer_info(self) -> dict[str, Any]:
+        """The special tokens, chat template and context length (serve-model's /tokenizer_info, as vLLM's)."""
+        _, tok = self.load()
+        template = tok.chat_template if isinstance(tok.chat_template, str) else None
+        return {"tokenizer_class": type(tok).__name__, "eos_token": tok.eos_token, "bos_token": tok.bos_token,
+                "pad_token": tok.pad_token, "chat_template": template, "model_max_length": self.max_context()}
+
+    def prompt_tokens(self, request: Request) -> int:
+        """How many tokens the model is fed for ``request``'s prompt (chat template applied)."""
+        self.load()
+        return len(self._row(request).ids)
+
+    def max_context(self) -> int | None:
+        """The model's context length (max_position_embeddings), None when its config does not say."""
+        model, _ = self.load()
+        return getattr(model.config, "max_position_embeddings", None)
 
     # -- identity ---------------------------------------------------------------------------
 

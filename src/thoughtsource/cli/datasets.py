@@ -75,7 +75,7 @@ def download(
 @app.command()
 def export(
     name: str = typer.Argument(..., help="A dataset name."),
-    format: Format | None = typer.Option(None, "--format", help="Output format [default: by --out: .json ThoughtSource "
+    format: Format | None = typer.Option(None, "--format", help="Output format \\[default: by --out: .json ThoughtSource "
                                                                 "JSON, .jsonl JSONL, else a Parquet folder]."),
     out: Path = typer.Option(..., "--out", help="Output: a .json or .jsonl file, or a folder (Parquet: one file per split "
                                                 "in it; --format thoughtsource-json/jsonl: NAME.json/.jsonl in it)."),
@@ -98,7 +98,7 @@ def export(
 
 @app.command()
 def subset(
-    limit: int | None = typer.Option(None, "--limit", min=1, help="How many samples per dataset [default: 100]."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="How many samples per dataset \\[default: 100]."),
     n: int | None = typer.Option(None, "--n", min=1, hidden=True, help="Old name of --limit."),
     seed: int = typer.Option(0, "--seed", help="Random seed (the same seed gives the same ids)."),
     out: Path = typer.Option(..., "--out", help="Output file: .json (ThoughtSource JSON), .jsonl, or a folder for Parquet."),

@@ -61,7 +61,7 @@ def load_demo_data(n_samples: int, seed: int) -> tuple[Any, str]:
 
 def demo(
     out: Path = typer.Option(Path("demo_out"), "--out", "-o", help="Output folder."),
-    limit: int = typer.Option(None, "--limit", min=1, help="How many samples to generate for [default: 8]."),
+    limit: int = typer.Option(None, "--limit", min=1, help="How many samples to generate for \\[default: 8]."),
     n_samples: int = typer.Option(None, "--n-samples", min=1, hidden=True, help="Old name of --limit."),
     max_tokens: int = typer.Option(96, "--max-tokens", help="Token limit of a CoT."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sample draw."),

@@ -48,9 +48,9 @@ def _acc(r: Any) -> str:
 def evaluate(
     file: Path = typer.Argument(..., help="ThoughtSource JSON, JSONL or Parquet with generated CoTs."),
     mode: ModeOption = typer.Option(ModeOption.strict, "--mode", help="Answer extraction mode shown and stored."),
-    out: Path | None = typer.Option(None, "--out", help="Folder for tables and plots [default: <file stem>_evaluation]."),
+    out: Path | None = typer.Option(None, "--out", help="Folder for tables and plots \\[default: <file stem>_evaluation]."),
     scored: Path | None = typer.Option(None, "--scored", help="Also write the file with correct_answer set (JSON)."),
-    ks: str | None = typer.Option(None, "--k", help="Self-consistency sizes, e.g. '1,3,5' [default: 1,3,5,10,20,40 and n]."),
+    ks: str | None = typer.Option(None, "--k", help="Self-consistency sizes, e.g. '1,3,5' \\[default: 1,3,5,10,20,40 and n]."),
     as_json: bool = typer.Option(False, "--json", help="Print results.json on stdout instead of the tables."),
 ) -> None:
     """Extract and score every answer (all six answer types), with 95% Wilson intervals and maj@k.

@@ -14,6 +14,7 @@ class Mode(str, Enum):
     generate = "generate"
     continuous = "continuous"
     static = "static"
+    prefix = "prefix"
 
 
 def serve_model(
@@ -23,18 +24,18 @@ def serve_model(
     served_model_name: str | None = typer.Option(None, "--served-model-name", help="Name clients use; default: --model."),
     batch_size: int = typer.Option(8, "--batch-size", help="Rows per batched generate call."),
     device: str | None = typer.Option(None, "--device", help="cuda, cpu, ...; default: cuda when available."),
-    mode: Mode = typer.Option(Mode.auto, "--mode", help="auto: continuous batching on CUDA, padded generate otherwise."),
+    mode: Mode = typer.Option(Mode.auto, "--mode", help="auto: continuous batching on CUDA, prefix (shared prompt prefixes decoded once) otherwise."),
     max_tokens: int = typer.Option(256, "--max-tokens", help="Default max_tokens of requests that give none."),
-    threads: int | None = typer.Option(None, "--threads", min=1, help="torch CPU threads while generating [default: the backend's]."),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="torch CPU threads while generating \\[default: the backend's]."),
 ) -> None:
-    """Serve /v1/models, /v1/chat/completions and /v1/completions; concurrent requests share batches.
+    """Serve an OpenAI-compatible API (/v1/models, /v1/chat/completions, /v1/completions); concurrent requests share batches.
 
-    Needs the serve and models extras: pip install 'thoughtsource[serve,models]'.
+    Needs the serve and models extras: pip install 'thoughtsource\\[serve,models]'.
     """
     from ..errors import require
 
-    for module, extra in (("fastapi", "serve"), ("uvicorn", "serve"), ("transformers", "models"), ("torch", "models")):
-        require(module, extra=extra, purpose="serve-model")
+    for module in ("fastapi", "uvicorn", "transformers", "torch"):  # the hint names both extras: it needs them all
+        require(module, extra="serve,models", purpose="serve-model")
     from ..backends.server import make_backend, serve
 
     options = {"threads": threads} if threads is not None else {}

@@ -34,7 +34,7 @@ def stats(
     all_available: bool = typer.Option(False, "--all", help="Every registered dataset whose raw files are present, besides --file."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for stats.md, stats.json and the figures."),
     tokenizer: TokenizerName = typer.Option(TokenizerName.word, "--tokenizer", help="word: fast, no model; embedded: the embedded SmolLM2 tokenizer."),
-    ngram: int = typer.Option(None, "--ngram", min=1, help="n-gram size for the overlap between datasets [default: 3]."),
+    ngram: int = typer.Option(None, "--ngram", min=1, help="n-gram size for the overlap between datasets \\[default: 3]."),
     n: int = typer.Option(None, "--n", min=1, hidden=True, help="Old name of --ngram."),
     split: str = typer.Option(None, "--split", help="Only this split of every dataset."),
     data_dir: Path = typer.Option(None, "--data-dir", help="Folder with the raw dataset files (default: the usual resolution)."),

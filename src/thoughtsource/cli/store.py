@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="The completion store: path, ls, stats, clear.", no_args_is_help=True)
 
-DB = typer.Option(None, "--db", help="A store file [default: $THOUGHTSOURCE_HOME/completions.sqlite].")
+DB = typer.Option(None, "--db", help="A store file \\[default: $THOUGHTSOURCE_HOME/completions.sqlite].")
 
 
 def _path(db: Path | None) -> Path:

@@ -34,12 +34,16 @@ def training_data(
         None, "--star-iteration", help="STaR runs: 'last', 'all' or N (default: last for sft/messages, all for preference)."
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing output folder."),
+    include_eval_splits: bool = typer.Option(
+        False, "--include-eval-splits", help="Also the CoTs of test and validation samples (left out by default: training "
+        "on them contaminates evaluations on those splits)."
+    ),
 ) -> None:
     """Training data for TRL (SFT, preference pairs, stepwise supervision) or PRM800K, with a dataset card.
 
     sft / messages: the correct CoTs (STaR: the kept rationales, iter_N/train.jsonl); preference: correct against
-    incorrect CoTs of the same prompt (STaR: kept against rejected rationales); stepwise / prm800k: the annotator's
-    step labels.  `datasets.load_dataset(OUT)` reads the folder."""
+    incorrect CoTs of one model for the same prompt (STaR: kept against rejected rationales); stepwise / prm800k: the
+    annotator's step labels.  CoTs of test and validation samples only with --include-eval-splits.  `datasets.load_dataset(OUT)` reads the folder."""
     from ..training_data import export
 
     options = [
@@ -47,6 +51,7 @@ def training_data(
         *(["--all-cots"] if all_cots else []),
         *(["--max-pairs-per-prompt", str(max_pairs)] if max_pairs else []),
         *(["--star-iteration", star_iteration] if star_iteration else []),
+        *(["--include-eval-splits"] if include_eval_splits else []),
     ]
     command = shlex.join(["thoughtsource", "training-data", format.value, *map(str, sources), "--out", str(out), *options])
     result = export(
@@ -59,6 +64,7 @@ def training_data(
         star_iteration=star_iteration,
         force=force,
         command=command,
+        include_eval_splits=include_eval_splits,
     )
     left = ", ".join(f"{n} {why}" for why, n in result.left_out.items())
     note(f"wrote {result.records} {result.format} record(s) to {result.out}" + (f" (left out: {left})" if left else ""))

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..console import console
+from ..console import console, stdout
 
 DB_HELP = "Annotation database (SQLite; default: annotations.sqlite in the thoughtsource home folder)."
 
@@ -76,6 +76,27 @@ class Role(str, Enum):
     admin = "admin"
 
 
+def _has_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+def _read_password(from_stdin: bool) -> str:
+    """The password: the first line of stdin with --password-stdin, else asked twice on the terminal.  Without a
+    terminal and without --password-stdin it is refused at once (getpass warned and the command exited 130)."""
+    from ..errors import AuthError
+
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    elif not _has_terminal():
+        raise AuthError("no terminal to ask for the password: give it on stdin with --password-stdin "
+                        "(e.g. printf '%s\\n' \"$PASSWORD\" | thoughtsource users add NAME --password-stdin)")
+    else:
+        password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    if not password:
+        raise AuthError("the password is empty" + (" (stdin had no line)" if from_stdin else ""))
+    return password
+
+
 users_app = typer.Typer(help="Annotator accounts.", no_args_is_help=True)
 
 
@@ -95,10 +116,7 @@ def users_add(
 
     if not normalize_name(name) or len(normalize_name(name)) > MAX_NAME:
         raise AuthError(f"a user name has 1 to {MAX_NAME} characters")
-    if password_stdin:
-        password = sys.stdin.readline().rstrip("\n")
-    else:
-        password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    password = _read_password(password_stdin)
     user = AnnotationDB(_db_path(db)).add_user(name, hash_password(password), role.value)
     console.print(f"added {user.role} [bold]{user.name}[/] to {_db_path(db)}")
 
@@ -113,8 +131,7 @@ def users_passwd(
     from ..web.auth import hash_password
     from ..web.db import AnnotationDB
 
-    password = sys.stdin.readline().rstrip("\n") if password_stdin else typer.prompt("Password", hide_input=True,
-                                                                                     confirmation_prompt=True)
+    password = _read_password(password_stdin)
     AnnotationDB(_existing_db(db)).set_password(name, hash_password(password))
     console.print(f"new password set for [bold]{name}[/]; their sessions were ended")
 
@@ -131,7 +148,7 @@ def users_list(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> No
     table.add_column("status")
     for u in AnnotationDB(path).users():
         table.add_row(u.name, u.role, "disabled" if u.disabled else "active")
-    console.print(table)
+    stdout.print(table)  # a result: stdout (notes and errors go to stderr)
 
 
 @users_app.command("role")
@@ -227,7 +244,7 @@ def tasks_progress(files: list[Path] = typer.Argument(..., help="The ThoughtSour
     for name, keys in sorted(store.assigned().items()):
         items = [it for k in keys if (it := data.index.get(k)) is not None]
         table.add_row(name, str(sum(1 for it in items if sample_done(it, done.get(name, set())))), str(len(items)))
-    console.print(table)
+    stdout.print(table)  # a result: stdout (notes and errors go to stderr)
 
 
 tokens_app = typer.Typer(help="Read-only API tokens (scripted export).", no_args_is_help=True)
@@ -262,7 +279,7 @@ def tokens_list(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> N
         table.add_column(col)
     for t in AnnotationDB(_existing_db(db)).tokens():
         table.add_row(str(t["id"]), t["user"], t["label"], t["created"], t["last_used"] or "-")
-    console.print(table)
+    stdout.print(table)  # a result: stdout (notes and errors go to stderr)
 
 
 @tokens_app.command("revoke")
@@ -365,7 +382,7 @@ def agreement(
 
     for r in results:
         table.add_row(r.label, str(r.units), fmt(r.alpha), ", ".join(f"{k.a}-{k.b} ({k.units}): {fmt(k.kappa)}" for k in r.kappas))
-    console.print(table)
+    stdout.print(table)  # a result: stdout (notes and errors go to stderr)
 
 
 def register(app: typer.Typer) -> None:

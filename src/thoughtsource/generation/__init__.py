@@ -72,11 +72,15 @@ def generate(
     own_store = not isinstance(store, CompletionStore)
     st = store if isinstance(store, CompletionStore) else CompletionStore(store if store is not None else cfg.db)
     try:
-        identity = be.cache_identity()
+        cheap = getattr(be, "cache_identity_without_loading", None) if dry_run else None
+        identity = cheap() if callable(cheap) else be.cache_identity()
+        consult_store = identity is not None  # a dry run loads no model: without its fingerprint, no store keys
+        if identity is None:
+            identity = {"backend": be.name, "weights": "not computed (dry run)"}
         # 1. plan: the stage-1 requests and their store keys
         units = plan_units(collection.in_idx_range(cfg.idx_range), cfg, fragments, identity, exemplar_pool)
         if dry_run:
-            report = dry_run_report(units, st, cfg, fragments, identity)
+            report = dry_run_report(units, st, cfg, fragments, identity, consult_store=consult_store)
             log.debug("%s", report.summary())
             return report
         report = GenerateReport(cot_requests=len(units), answer_requests=sum(len(u.extractions) for u in units))

@@ -37,13 +37,16 @@ class GenerateReport:
     est_prompt_tokens: int = 0
     est_completion_tokens: int = 0
     dry_run: bool = False
+    store_consulted: bool = True  # a dry run that would have had to load the model for the store keys did not
     error_messages: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         if self.dry_run:
             return (
                 f"dry run: {self.called} backend calls to make ({self.cot_requests} CoT + {self.answer_requests} answer requests, "
-                f"{self.cached} already in the store); estimated ~{self.est_prompt_tokens:,} prompt tokens and "
+                + (f"{self.cached} already in the store" if self.store_consulted else
+                   "the store not consulted: its keys need the model's weights fingerprint, and a dry run loads no model")
+                + f"); estimated ~{self.est_prompt_tokens:,} prompt tokens (characters / {CHARS_PER_TOKEN:g}) and "
                 f"≤ {self.est_completion_tokens:,} completion tokens"
             )
         return (
@@ -74,9 +77,11 @@ def _estimate_tokens(text: str) -> int:
     return max(1, round(len(text) / CHARS_PER_TOKEN))
 
 
-def dry_run_report(units: list[CotUnit], store: CompletionStore, cfg: GenerateConfig, fragments: Fragments, identity: dict[str, Any]) -> GenerateReport:
-    report = GenerateReport(dry_run=True)
-    hits = store.get_many(u.key for u in units)
+def dry_run_report(units: list[CotUnit], store: CompletionStore, cfg: GenerateConfig, fragments: Fragments,
+                   identity: dict[str, Any], consult_store: bool = True) -> GenerateReport:
+    """What a run would call; ``consult_store=False`` (the keys need a model loaded): every call counted as to make."""
+    report = GenerateReport(dry_run=True, store_consulted=consult_store)
+    hits = store.get_many(u.key for u in units) if consult_store else {}
     answer_keys: list[str] = []
     for u in units:
         report.cot_requests += 1

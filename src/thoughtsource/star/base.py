@@ -155,6 +155,9 @@ class BaseConfig(_Strict):
         return cls.from_dict(read_yaml_mapping(path, "a mapping of options"), path=str(Path(path)))
 
     def make_task(self) -> ArithmeticTask:
+        from .tasks import check_task_options
+
+        check_task_options("arithmetic", self.task_options)
         task = ArithmeticTask(**self.task_options)
         lo, hi = self.data.digits
         wanted = {*range(lo, hi + 1), *self.data.extra}
