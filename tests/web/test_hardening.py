@@ -48,7 +48,7 @@ def test_the_similarity_api_numbers_cots_as_the_blind_page_does(annotator_server
     path = f"/sample/{it.dataset}/{it.split}/{it.sample.id}"
     client, _ = http_login(base, "alice")
     with closing(client):
-        order = blind_order(app.state.db.user("alice"), it)
+        order = blind_order(app, app.state.db.user("alice"), it)
         assert order != sorted(order)  # the shuffle moves CoTs, so file order differs from the shown order
         on_page = page_data(client.get(path).text)["similarity"]
         api = client.get("/api/similarity" + path[len("/sample"):]).json()

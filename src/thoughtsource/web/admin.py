@@ -30,6 +30,7 @@ from ..collection import Collection
 from ..errors import Cancelled, DataError, StoreError, ThoughtSourceError
 from . import agreement as agreement_mod
 from . import auth
+from .app import UPLOAD_SUFFIXES
 from .data import ServedData, sample_done
 from .db import ROLES, STEP_KEY, STEP_VALUES, CotRef, User
 from .limits import MAX_UPLOAD_BYTES
@@ -39,7 +40,6 @@ log = logging.getLogger(__name__)
 
 admin = APIRouter(dependencies=[Depends(check_csrf)])
 
-UPLOAD_SUFFIXES = (".json", ".jsonl", ".parquet")
 
 
 def _back(request: Request, user: User, url: str, notice: str = "", error: str = "") -> Response:
@@ -215,13 +215,13 @@ def change_user(request: Request, user: CurrentUser, name: Annotated[str, Form(m
         return _back(request, user, "/admin/users", error=f"no user named {name!r}")
     if target.id == user.id:
         return _back(request, user, "/admin/users", error="change your own account from the command line")
-    try:
+    try:  # each checks, in its own transaction, that you are still an admin and another active admin remains
         if action == "role":
-            db.set_role(target.name, role)
+            db.set_role(target.name, role, acting=user)
         elif action == "remove":
-            db.remove_user(target.name)
+            db.remove_user(target.name, acting=user)
         else:
-            db.set_disabled(target.name, action == "disable")
+            db.set_disabled(target.name, action == "disable", acting=user)
     except StoreError as e:
         return _back(request, user, "/admin/users", error=str(e))
     log.info("%s: %s %s %s", user.name, action, target.name, role)
@@ -286,11 +286,12 @@ class Uploaded:
     new_cots: int
 
 
-def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, stop: threading.Event) -> Uploaded:
+def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, stop: threading.Event,
+                 record: Callable[[str], None] | None = None) -> Uploaded:
     """The upload pipeline, off the event loop: copy to a private temp folder in ``folder`` → validate → merge with
     the served data (refusing conflicts) → only then store under a free name (one rename).  A failure or ``stop``
     (the server shutting down: the merge checks it) leaves ``folder`` as it was, so a restart never loads a file
-    that was not accepted."""
+    that was not accepted.  ``record(stored name)`` after the rename: the upload order, which the next start keeps."""
     folder.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".upload-", dir=folder))
     try:
@@ -314,6 +315,8 @@ def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, st
         if stop.is_set():
             raise Cancelled("the server is shutting down")
         os.replace(path, target)
+        if record is not None:
+            record(target.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     samples = sum(1 for _ in collection.samples())
@@ -353,7 +356,7 @@ async def upload(request: Request, user: CurrentUser, file: UploadFile) -> Respo
             name = _upload_name(file.filename or "")
             done: Uploaded = await _off_loop(request.app.state.stopping, store_upload, file.file, name,
                                              request.app.state.settings.upload_dir, served_data(request),
-                                             request.app.state.stopping)
+                                             request.app.state.stopping, annotation_db(request).record_upload)
         except DataError as e:
             log.warning("%s: upload refused: %s", user.name, e)
             return _back(request, user, "/admin/data", error=str(e))
