@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 from thoughtsource.schema import model_name
 from thoughtsource.web.data import Item, ServedData, cot_correct
 from thoughtsource.web.db import STEP_KEY, CotRef
-from thoughtsource.web.similarity import sentences
 from thoughtsource.web.routes import blind_alias
+from thoughtsource.web.similarity import sentences
 
 from .conftest import add_user, login, page_data
 
