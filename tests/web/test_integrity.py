@@ -405,3 +405,60 @@ def test_a_foreign_host_header_is_refused(make_app) -> None:
         root, _ = http_login(url, "root")
         with closing(root):
             assert root.get("/export", headers={"Host": "rebind.attacker.example"}).status_code == 400
+
+
+# --------------------------------------------------------------------------- 6. login fairness under a flood
+def test_forty_addresses_guessing_one_name_do_not_stall_another_users_login(make_app, monkeypatch) -> None:
+    """40 addresses each send a wrong password for one name.  With a queue per address taken in turn, alice's right
+    password waited for one check of each of them (20-22 s).  Counted, not timed: the attackers' checks are held
+    until alice's is queued; then hers runs right after the ones that were running (before: ~40th)."""
+    from thoughtsource.web import auth
+
+    from .test_hardening import _checked_names, _guess
+
+    gate = threading.Event()
+    order = _checked_names(monkeypatch, hold_attackers_until=gate)
+    monkeypatch.setattr(auth, "password_queue", auth.PasswordQueue())  # serve's bounds, a fresh queue
+    queue = auth.password_queue
+    app = make_app()
+    add_user(app, "alice")
+    n = 40
+    codes: dict[int, int] = {}
+    with live_server(app) as base:
+        attackers = [threading.Thread(target=lambda i=i: codes.__setitem__(
+            i, _guess(base, "user0", "wrong password!", local_address=f"127.0.0.{10 + i}"))) for i in range(n)]
+        for t in attackers:
+            t.start()
+        for _ in range(2400):  # bounded in count: every attacker check started or queued
+            if len(order) + queue.waiting >= n:
+                break
+            attackers[0].join(0.05)
+        assert len(order) + queue.waiting == n
+        got: list[int] = []
+        alice = threading.Thread(target=lambda: got.append(_guess(base, "alice", PASSWORD, local_address="127.0.0.2")))
+        alice.start()
+        for _ in range(2400):
+            if len(order) + queue.waiting > n:
+                break
+            alice.join(0.05)
+        gate.set()
+        alice.join(120)
+        for t in attackers:
+            t.join(120)
+    assert got == [303] and sorted(codes.values()) == [401] * n
+    assert order.index("alice") <= auth.VERIFY_CONCURRENCY + 1, order
+
+
+def test_the_password_queue_bounds_each_name() -> None:
+    from thoughtsource.web.auth import PasswordQueue, ServerBusy
+
+    release = threading.Event()
+    q = PasswordQueue(workers=1, per_client=10, per_name=2, total=20)
+    running = q.submit("10.0.0.1", lambda: release.wait(60), "bob")
+    for i in range(2):
+        q.submit(f"10.0.1.{i}", lambda: True, "Bob ")
+    with pytest.raises(ServerBusy, match="for this user name"):
+        q.submit("10.0.2.1", lambda: True, "bob")
+    other = q.submit("10.0.2.1", lambda: "ok", "alice")  # another name from the same address still gets in
+    release.set()
+    assert running.result(60) is True and other.result(60) == "ok" and q.waiting == 0
