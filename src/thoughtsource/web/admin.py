@@ -30,8 +30,7 @@ from ..collection import Collection
 from ..errors import Cancelled, DataError, StoreError, ThoughtSourceError
 from . import agreement as agreement_mod
 from . import auth
-from .app import UPLOAD_SUFFIXES
-from .data import ServedData, sample_done
+from .data import UPLOAD_SUFFIXES, ServedData, sample_done
 from .db import ROLES, STEP_KEY, STEP_VALUES, CotRef, User
 from .limits import MAX_UPLOAD_BYTES
 from .routes import CurrentUser, annotation_db, check_csrf, render, sample_path, served_data

@@ -29,7 +29,7 @@ from .. import paths
 from ..collection import Collection
 from ..errors import DataError, ThoughtSourceError
 from .auth import SESSION_COOKIE, Forbidden, LoginThrottle, NotAuthenticated, Sessions, bearer, load_or_create_secret
-from .data import NotFound, ServedData
+from .data import UPLOAD_SUFFIXES, NotFound, ServedData
 from .db import AnnotationDB, CotRef, User
 from .limits import BodyLimits, BodyTooLarge
 from .notices import Notices
@@ -71,9 +71,6 @@ class ServeSettings(BaseModel):
     def model_post_init(self, __context: Any) -> None:
         if self.upload_dir is None:
             self.upload_dir = self.db.parent / "uploads"
-
-
-UPLOAD_SUFFIXES = (".json", ".jsonl", ".parquet")
 
 
 def load_served(settings: ServeSettings, db: AnnotationDB) -> ServedData:

@@ -32,6 +32,7 @@ class NotFound(ThoughtSourceError, LookupError):
     """A dataset, split, sample or CoT that is not in the served data (HTTP 404)."""
 
 
+UPLOAD_SUFFIXES = (".json", ".jsonl", ".parquet")  # the files an admin may upload (and a start serves from upload_dir)
 DERIVED_ID_PREFIX = "h-"
 
 
