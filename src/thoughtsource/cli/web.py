@@ -172,7 +172,8 @@ def users_enable(name: str = typer.Argument(..., help="User name."), db: Path | 
 
 @users_app.command("remove")
 def users_remove(name: str = typer.Argument(..., help="User name."), db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
-    """Delete an account with its sessions, tokens and assignments; its annotations stay in the database."""
+    """Remove an account: its sessions, tokens and assignments are deleted; its annotations stay, and its name and id
+    are never given to a new account (the annotations carry the name)."""
     from ..web.db import AnnotationDB
 
     AnnotationDB(_existing_db(db)).remove_user(name)
