@@ -463,3 +463,20 @@ def test_the_password_queue_bounds_each_name() -> None:
     other = q.submit("10.0.2.1", lambda: "ok", "alice")  # another name from the same address still gets in
     release.set()
     assert running.result(60) is True and other.result(60) == "ok" and q.waiting == 0
+
+
+def test_a_blind_annotator_cannot_save_by_a_files_own_cot_id(make_app, served) -> None:
+    """The reply names the CoT by its alias: accepting the file's id would pair the two (and a file's id can name
+    its model).  During blind review only the user's aliases address CoTs."""
+    app = make_app(blind=True)
+    add_user(app, "alice")
+    it = next(it for it in served.items if len(it.sample.generated_cot) >= 2)
+    with live_server(app) as url:
+        alice, csrf = http_login(url, "alice")
+        with closing(alice):
+            body = {"dataset": it.dataset, "split": it.split, "sample_id": it.sample.id, "key": LABEL, "value": True}
+            r = alice.put("/api/annotation", headers={"X-CSRF-Token": csrf}, json={**body, "cot_id": it.sample.generated_cot[0].id})
+            assert r.status_code == 404
+            alias = page_data(alice.get(f"/sample/{it.dataset}/{it.split}/{it.sample.id}").text)["cots"][0]
+            r = alice.put("/api/annotation", headers={"X-CSRF-Token": csrf}, json={**body, "cot_id": alias})
+            assert r.status_code == 200 and r.json()["annotation"]["cot_id"] == alias

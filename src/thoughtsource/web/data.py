@@ -274,11 +274,12 @@ class ServedData:
                 cots.setdefault(CotRef(d, s, x.id, cid), c)
                 if only_author is not None:
                     c.annotations = [a for a in c.annotations if a.author == only_author]
-        written = missing = 0
+        written = missing = positional = 0
         for r in rows:
             cot = cots.get(r.ref)
             if cot is None:
                 missing += 1
+                positional += r.ref.cot_id.startswith("cot-")
                 continue
             cot.annotations = [a for a in cot.annotations
                                if not (a.author == r.annotator and a.key == r.key and not getattr(a, "adjudicated", False))]
@@ -292,7 +293,10 @@ class ServedData:
             cot.annotations.append(Annotation(author=r.annotator, date=r.updated, key=r.key, value=r.value, adjudicated=True))
             written += 1
         if missing and source is None:
-            log.warning("%d annotation(s) refer to CoTs that are not in the served files; not exported", missing)
+            log.warning("%d annotation(s) refer to CoTs that are not in the served files; not exported%s", missing,
+                        f" ({positional} name a CoT cot-<n>, by its position, as versions before stable CoT ids did: "
+                        "`serve` moves them to the CoT's id where that is certain, see docs/design/web.md)"
+                        if positional else "")
         return out, written, missing
 
     def export_json(self, rows: Iterable[AnnotationRow], path: Path, final: Iterable[AnnotationRow] = ()) -> int:

@@ -297,10 +297,11 @@ def blind_order(app: Any, user: User, it: Item) -> list[int]:
 
 
 def real_cot_id(request: Request, user: User, it: Item, shown: str) -> str:
-    """The inverse of :func:`shown_cot_id` (an unknown alias stays as it is and is then not found)."""
+    """The CoT id behind ``shown``: during blind review ``shown`` must be one of the user's aliases (a file's own id
+    is not taken then: the reply would pair it with its alias); an unknown one gives "" (not found)."""
     if not blind(request, user):
         return shown
-    return next((cid for cid in it.cot_ids if blind_alias(request.app, user, it, cid) == shown), shown)
+    return next((cid for cid in it.cot_ids if blind_alias(request.app, user, it, cid) == shown), "")
 
 
 def _renumber(sim: dict[str, Any], shown: dict[int, int]) -> dict[str, Any]:
