@@ -328,29 +328,6 @@ def test_a_removed_users_name_and_id_are_never_given_out_again(make_app, served)
         assert r.status_code != 303
 
 
-def test_names_of_users_removed_before_the_upgrade_are_kept_too(tmp_path) -> None:
-    """Annotations of a name that has no account (removed by an older version): the upgrade keeps the name."""
-    import sqlite3
-
-    from thoughtsource.web.db import MIGRATIONS
-
-    path = tmp_path / "old.sqlite"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
-    for stmt in MIGRATIONS[0][1].split(";"):
-        if stmt.strip():
-            conn.execute(stmt)
-    conn.execute("INSERT INTO _migrations VALUES ('m001_initial', '2026-01-01')")
-    conn.execute("INSERT INTO annotations (dataset, split, sample_id, cot_id, annotator, key, value, created, updated) "
-                 "VALUES ('d', 's', 'x', 'c', 'gone', 'Too verbose', 'true', '', '')")
-    conn.close()
-    db = AnnotationDB(path)
-    assert db.users() == [] and db.user("gone") is None
-    with pytest.raises(StoreError, match="removed account"):
-        db.add_user("gone", "h", "annotator")
-
-
 # --------------------------------------------------------------------------- 5. adjudication values
 def test_adjudicate_refuses_deep_and_oversized_values_with_a_400_and_never_stores_an_empty_step_value(make_app, served) -> None:
     app = make_app()
@@ -415,12 +392,11 @@ def test_forty_addresses_guessing_one_name_do_not_stall_another_users_login(make
     until alice's is queued; then hers runs right after the ones that were running (before: ~40th)."""
     from thoughtsource.web import auth
 
-    from .test_hardening import _checked_names, _guess
+    from .test_hardening import _checked_names, _guess, alice_after_attackers
 
     gate = threading.Event()
     order = _checked_names(monkeypatch, hold_attackers_until=gate)
     monkeypatch.setattr(auth, "password_queue", auth.PasswordQueue())  # serve's bounds, a fresh queue
-    queue = auth.password_queue
     app = make_app()
     add_user(app, "alice")
     n = 40
@@ -428,24 +404,7 @@ def test_forty_addresses_guessing_one_name_do_not_stall_another_users_login(make
     with live_server(app) as base:
         attackers = [threading.Thread(target=lambda i=i: codes.__setitem__(
             i, _guess(base, "user0", "wrong password!", local_address=f"127.0.0.{10 + i}"))) for i in range(n)]
-        for t in attackers:
-            t.start()
-        for _ in range(2400):  # bounded in count: every attacker check started or queued
-            if len(order) + queue.waiting >= n:
-                break
-            attackers[0].join(0.05)
-        assert len(order) + queue.waiting == n
-        got: list[int] = []
-        alice = threading.Thread(target=lambda: got.append(_guess(base, "alice", PASSWORD, local_address="127.0.0.2")))
-        alice.start()
-        for _ in range(2400):
-            if len(order) + queue.waiting > n:
-                break
-            alice.join(0.05)
-        gate.set()
-        alice.join(120)
-        for t in attackers:
-            t.join(120)
+        got = alice_after_attackers(base, attackers, order, gate)
     assert got == [303] and sorted(codes.values()) == [401] * n
     assert order.index("alice") <= auth.VERIFY_CONCURRENCY + 1, order
 
