@@ -135,17 +135,36 @@ def test_an_old_database_is_migrated_where_positions_are_certain_and_refused_whe
         assert row.ref.cot_id == derived_cot_id(it.sample.generated_cot[1]) != derived_cot_id(it.sample.generated_cot[0])
     # two uploads whose order decides the position: the versions before merged them by name at a start, in upload
     # order while running -> which CoT a cot-<n> label belongs to is not certain: refuse, change nothing
-    base = _file(tmp_path / "base.json", items, [[] for _ in items])
-    uploads = tmp_path / "b" / "uploads"
+    base, db_path = _uncertain_old_database(tmp_path / "b", items)
+    with pytest.raises(ThoughtSourceError, match=r"not certain.*annotations export.*annotations import"):
+        create_app(ServeSettings(files=[base], db=db_path, secret_dir=tmp_path))
+    assert {r.ref.cot_id for r in AnnotationDB(db_path).annotations()} == {"cot-0"}
+
+
+def _uncertain_old_database(folder: Path, items: list[Item]) -> tuple[Path, Path]:
+    """A served file, two uploads that each add an id-less CoT to its samples, and a database made before stable ids
+    with labels on ``cot-0`` of each sample; returns (served file, database)."""
+    base = _file(folder.parent / "base.json", items, [[] for _ in items])
+    uploads = folder / "uploads"
     uploads.mkdir(parents=True)
     z = _file(uploads / "z_first_run.json", items, [[_without_id(it, 0)] for it in items])
     a = _file(uploads / "a_second_run.json", items, [[_without_id(it, 1)] for it in items])
     os.utime(z, (1_000_000, 1_000_000))  # accepted first (the old folder has no record of the order)
     os.utime(a, (2_000_000, 2_000_000))
-    _positional_db(tmp_path / "b" / "b.sqlite", [(CotRef(it.dataset, it.split, it.sample.id, "cot-0"), "alice") for it in items])
-    with pytest.raises(ThoughtSourceError, match=r"not certain.*annotations export.*annotations import"):
-        create_app(ServeSettings(files=[base], db=tmp_path / "b" / "b.sqlite", secret_dir=tmp_path))
-    assert {r.ref.cot_id for r in AnnotationDB(tmp_path / "b" / "b.sqlite").annotations()} == {"cot-0"}
+    _positional_db(folder / "b.sqlite", [(CotRef(it.dataset, it.split, it.sample.id, "cot-0"), "alice") for it in items])
+    return base, folder / "b.sqlite"
+
+
+def test_serve_refuses_an_uncertain_old_database_with_one_line(served, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    base, db_path = _uncertain_old_database(tmp_path / "b", _two_model_items(served, 3))
+    p = subprocess.run([sys.executable, "-m", "thoughtsource", "-q", "serve", str(base), "--db", str(db_path), "--port", "0"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    [line] = p.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "cot-<n>" in line and "annotations import" in line and "serving" not in p.stdout
 
 
 def test_derived_ids_do_not_depend_on_position_or_other_cots(served) -> None:
