@@ -57,8 +57,9 @@ class ServeSettings(BaseModel):
     page_size: int = Field(25, ge=1, le=500, description="Samples per list page.")
     secure_cookies: bool = Field(False, description="Mark cookies Secure (set when served over HTTPS).")
     secret_dir: Path | None = Field(None, description="Where the secret key lives (default: paths.home()).")
-    blind: bool = Field(False, description="Blind review for the whole server: annotators see no model, trigger or "
-                                           "correctness, and each sees a sample's CoTs in their own shuffled order.")
+    blind: bool = Field(False, description="Blind review for the whole server: annotators see no model, trigger, "
+                                           "correctness or gold answer, and each sees a sample's CoTs under their own "
+                                           "names, in their own order (both keyed with the server's secret).")
     blind_show_gold: bool = Field(False, description="During blind review, still show the gold answer and reference "
                                                      "CoT (which tell which CoTs are right): for teams that want it.")
     similarity_threshold: float = Field(DEFAULT_THRESHOLD, ge=0.05, le=1.0,
