@@ -63,7 +63,10 @@ def test_serve_builds_the_app_from_the_files(tmp_path: Path, examples_dir: Path,
     assert host == "127.0.0.1" and port > 0
     assert f"serving 36 samples on http://127.0.0.1:{port} " in r.output and "no users yet" in r.output
     assert seen["app"].state.settings.labels == ["Good", "Bad"]
-    assert TestClient(seen["app"]).get("/login").status_code == 200
+    assert TestClient(seen["app"], base_url=f"http://127.0.0.1:{port}").get("/login").status_code == 200
+    assert TestClient(seen["app"], base_url="http://localhost").get("/login").status_code == 200
+    # the default --allowed-hosts of a loopback bind: a name rebound to 127.0.0.1 by another site is refused
+    assert TestClient(seen["app"], base_url="http://rebind.example").get("/login").status_code == 400
 
 
 def test_serve_on_a_port_in_use_is_one_error_before_loading(tmp_path: Path, examples_dir: Path) -> None:

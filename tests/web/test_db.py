@@ -87,10 +87,8 @@ def test_concurrent_writers_from_threads_lose_nothing(tmp_path: Path) -> None:
     assert db.count() == 200
 
 
-def test_upgrade_from_the_first_schema_keeps_users_sessions_and_annotations(tmp_path: Path) -> None:
-    """A database made by the first release (m001 only): users are renamed to their normalised names, with their
-    annotations; sessions survive the rebuilt users table; the new role and columns work."""
-    path = tmp_path / "old.sqlite"
+def _first_release_db(path: Path) -> sqlite3.Connection:
+    """A database with the first release's schema (m001 only), open for inserts."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
@@ -98,6 +96,29 @@ def test_upgrade_from_the_first_schema_keeps_users_sessions_and_annotations(tmp_
         if stmt.strip():
             conn.execute(stmt)
     conn.execute("INSERT INTO _migrations VALUES ('m001_initial', '2026-01-01')")
+    return conn
+
+
+def test_names_of_users_removed_before_the_upgrade_are_kept_too(tmp_path: Path) -> None:
+    """Annotations of a name without an account (removed by an older version, which deleted the row): the upgrade
+    keeps the name as a removed account, so a new account cannot take it and inherit the annotations (issue 32)."""
+    conn = _first_release_db(tmp_path / "old.sqlite")
+    conn.execute("INSERT INTO annotations (dataset, split, sample_id, cot_id, annotator, key, value, created, updated) "
+                 "VALUES ('d', 's', 'x', 'c', 'gone', 'Too verbose', 'true', '', '')")
+    conn.close()
+    db = AnnotationDB(tmp_path / "old.sqlite")
+    assert db.users() == [] and db.user("gone") is None
+    with pytest.raises(StoreError, match="removed account"):
+        db.add_user("gone", "h", "annotator")
+    db.add_user("new", "h", "annotator")
+    assert [r.annotator for r in db.annotations()] == ["gone"]
+
+
+def test_upgrade_from_the_first_schema_keeps_users_sessions_and_annotations(tmp_path: Path) -> None:
+    """A database made by the first release (m001 only): users are renamed to their normalised names, with their
+    annotations; sessions survive the rebuilt users table; the new role and columns work."""
+    path = tmp_path / "old.sqlite"
+    conn = _first_release_db(path)
     conn.execute("INSERT INTO users VALUES (1, 'Alice ', 'h1', 'annotator', '2026-01-01'), (2, 'bob', 'h2', 'admin', '2026-01-01')")
     conn.execute("INSERT INTO sessions VALUES ('t1', 1, '2026-01-01', '2999-01-01')")
     conn.execute("INSERT INTO annotations (dataset, split, sample_id, cot_id, annotator, key, value, created, updated) "

@@ -48,7 +48,7 @@ def test_the_similarity_api_numbers_cots_as_the_blind_page_does(annotator_server
     path = f"/sample/{it.dataset}/{it.split}/{it.sample.id}"
     client, _ = http_login(base, "alice")
     with closing(client):
-        order = blind_order(app.state.db.user("alice"), it)
+        order = blind_order(app, app.state.db.user("alice"), it)
         assert order != sorted(order)  # the shuffle moves CoTs, so file order differs from the shown order
         on_page = page_data(client.get(path).text)["similarity"]
         api = client.get("/api/similarity" + path[len("/sample"):]).json()
@@ -96,6 +96,34 @@ def _checked_names(monkeypatch: pytest.MonkeyPatch, hold_attackers_until: thread
 
     monkeypatch.setattr(auth, "authenticate", counting)
     return seen
+
+
+def alice_after_attackers(base: str, attackers: list[threading.Thread], order: list[str], gate: threading.Event) -> list[int]:
+    """Start the attackers (whose checks ``_checked_names`` holds until ``gate``), wait until every one of their
+    checks has started or is queued, queue alice's right password from 127.0.0.2, open the gate, and return the
+    status of alice's log-in.  Bounded in count, never timed."""
+    from thoughtsource.web import auth
+
+    n, queue = len(attackers), auth.password_queue
+    for t in attackers:
+        t.start()
+    for _ in range(2400):
+        if len(order) + queue.waiting >= n:
+            break
+        attackers[0].join(0.05)
+    assert len(order) + queue.waiting == n
+    got: list[int] = []
+    alice = threading.Thread(target=lambda: got.append(_guess(base, "alice", PASSWORD, local_address="127.0.0.2")))
+    alice.start()
+    for _ in range(2400):
+        if len(order) + queue.waiting > n:
+            break
+        alice.join(0.05)
+    gate.set()
+    alice.join(120)
+    for t in attackers:
+        t.join(120)
+    return got
 
 
 @pytest.fixture
@@ -491,25 +519,7 @@ def test_a_client_queueing_password_checks_does_not_stall_another_clients_login(
 
     with live_server(app) as base:
         attackers = [threading.Thread(target=_guess, args=(base, f"user{i}", "wrong password!")) for i in range(n)]
-        for t in attackers:
-            t.start()
-        queue = auth.password_queue
-        for _ in range(2400):  # bounded in count: every attacker check started or queued
-            if len(order) + queue.waiting >= n:
-                break
-            attackers[0].join(0.05)
-        assert len(order) + queue.waiting == n
-        got: list[int] = []
-        alice = threading.Thread(target=lambda: got.append(_guess(base, "alice", PASSWORD, local_address="127.0.0.2")))
-        alice.start()
-        for _ in range(2400):
-            if len(order) + queue.waiting > n:
-                break
-            alice.join(0.05)
-        gate.set()
-        alice.join(120)
-        for t in attackers:
-            t.join(120)
+        got = alice_after_attackers(base, attackers, order, gate)
     assert got == [303]
     # FIFO put alice 21st; in turns she is at most one attacker check behind the ones that were running
     assert order.index("alice") <= auth.VERIFY_CONCURRENCY + 1, order

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from thoughtsource.schema import model_name
 from thoughtsource.web.data import Item, ServedData, cot_correct
 from thoughtsource.web.db import STEP_KEY, CotRef
+from thoughtsource.web.routes import blind_alias
 from thoughtsource.web.similarity import sentences
 
 from .conftest import add_user, login, page_data
@@ -194,6 +195,13 @@ def _cot_page(client: TestClient, it: Item) -> tuple[str, list[str]]:
     return html, order
 
 
+def _real(app, name: str, it: Item, shown: list[str]) -> list[str]:
+    """The file ids of the CoTs a blind page names by their aliases (which only the server's secret maps back)."""
+    user = app.state.db.user(name)
+    real = {blind_alias(app, user, it, c.id): c.id for c in it.sample.generated_cot}
+    return [real[a] for a in shown]
+
+
 def _reveals(html: str, it: Item, served: ServedData) -> dict[str, bool]:
     """Which of model, trigger, prompt and correctness the sample page shows."""
     cots = it.sample.generated_cot
@@ -236,10 +244,12 @@ def test_blind_review_switched_by_the_admin_hides_models_and_shuffles_per_annota
 
     orders = {}
     for name, client in (("alice", alice), ("bob", bob)):
-        html, order = _cot_page(client, it)
+        html, aliases = _cot_page(client, it)
         assert _reveals(html, it, served) == nothing, name
+        assert not set(aliases) & set(file_order)  # the file's ids (they can name the model) are not on the page
+        assert _cot_page(client, it)[1] == aliases  # the same order on every visit
+        order = _real(app, name, it, aliases)
         assert sorted(order) == sorted(file_order)
-        assert _cot_page(client, it)[1] == order  # the same order on every visit
         orders[name] = order
         # the page names CoTs by shown position only: the file position (it groups CoTs by model) does not leak
         assert re.findall(r'<article class="cot card"[^>]* data-cot="(\d+)"', html) == [str(i) for i in range(len(order))]
@@ -260,7 +270,7 @@ def test_blind_review_switched_by_the_admin_hides_models_and_shuffles_per_annota
     again = make_app()
     alice2, _ = login(again, "alice")
     html, order = _cot_page(alice2, it)
-    assert order == orders["alice"] and _reveals(html, it, served) == nothing
+    assert _real(again, "alice", it, order) == orders["alice"] and _reveals(html, it, served) == nothing
 
     r = root.post("/admin/blind", data={"on": "false", "csrf_token": rc}, follow_redirects=False)
     assert r.status_code == 303 and app.state.db.setting("blind") is False
@@ -277,7 +287,8 @@ def test_blind_review_per_server_cannot_be_switched_off_by_the_admin(make_app, s
     root, _ = login(app, "root")
     html, order = _cot_page(alice, it)
     assert _reveals(html, it, served) == dict.fromkeys(("model", "trigger", "prompt", "correct"), False)
-    assert sorted(order) == sorted(c.id for c in it.sample.generated_cot) and _cot_page(alice, it)[1] == order
+    assert sorted(_real(app, "alice", it, order)) == sorted(c.id for c in it.sample.generated_cot)
+    assert _cot_page(alice, it)[1] == order
     data_page = root.get("/admin/data").text
     assert '<strong id="blind-state">on</strong> (set for this server with <code>serve --blind</code>)' in data_page
     assert 'action="/admin/blind"' not in data_page

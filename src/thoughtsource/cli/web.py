@@ -41,7 +41,12 @@ def serve(
     labels: str | None = typer.Option(None, help="Comma-separated label set (default: the four ThoughtSource labels)."),
     page_size: int = typer.Option(25, help="Samples per list page."),
     secure_cookies: bool = typer.Option(False, help="Mark cookies Secure (when a TLS proxy is in front)."),
-    blind: bool = typer.Option(False, help="Blind review: annotators see no model, trigger or correctness, CoTs shuffled."),
+    blind: bool = typer.Option(False, help="Blind review: annotators see no model, trigger, correctness or gold answer, "
+                                           "CoTs shuffled and renamed with the server's secret."),
+    blind_show_gold: bool = typer.Option(False, "--blind-show-gold", help="During blind review, still show the gold answer."),
+    allowed_hosts: str | None = typer.Option(
+        None, help="Comma-separated host names the server answers to (Host header; '*' any). Default: the --host "
+                   "address, and localhost when that is loopback."),
     similarity_threshold: float | None = typer.Option(None, help="Initial similarity-highlighting threshold."),
     forwarded_allow_ips: str | None = typer.Option(
         None, help="Trust X-Forwarded-For/-Proto only from these proxy addresses (comma-separated, e.g. 127.0.0.1); "
@@ -49,21 +54,24 @@ def serve(
 ) -> None:
     """Serve the viewer and annotator (log in with an account made by `thoughtsource users add`)."""
     from ..listen import bind
-    from ..web.app import ServeSettings, create_app, make_server
+    from ..web.app import ServeSettings, create_app, default_allowed_hosts, make_server
     from ..web.db import AnnotationDB
 
     sock = bind(host, port)  # a port in use is an error before the data is loaded
     extra: dict = {"labels": [x.strip() for x in labels.split(",") if x.strip()]} if labels else {}
     if similarity_threshold is not None:
         extra["similarity_threshold"] = similarity_threshold
+    hosts = [x.strip() for x in allowed_hosts.split(",") if x.strip()] if allowed_hosts else default_allowed_hosts(host)
     settings = ServeSettings(files=files, db=_db_path(db), page_size=page_size, secure_cookies=secure_cookies, blind=blind,
-                             **extra)
+                             blind_show_gold=blind_show_gold, allowed_hosts=hosts, **extra)
     app = create_app(settings)
     from ..web.similarity import pairwise
 
     pairwise(["Warm up scikit-learn.", "Warm up scikit-learn now."])  # its first import takes seconds: not on a request
     if not AnnotationDB(settings.db).users():
         console.print(f"[yellow]no users yet[/]: create one with `thoughtsource users add NAME --role admin --db {settings.db}`")
+    if hosts is None:
+        console.print("[yellow]warning[/]: any Host header is served; name this server's host names with --allowed-hosts")
     if host not in ("127.0.0.1", "localhost", "::1") and not secure_cookies:
         console.print("[yellow]warning[/]: listening beyond localhost without --secure-cookies; put it behind HTTPS")
     console.print(f"serving {len(app.state.data.items)} samples on http://{host}:{sock.getsockname()[1]}  (db: {settings.db})")
@@ -181,7 +189,8 @@ def users_enable(name: str = typer.Argument(..., help="User name."), db: Path | 
 
 @users_app.command("remove")
 def users_remove(name: str = typer.Argument(..., help="User name."), db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
-    """Delete an account with its sessions, tokens and assignments; its annotations stay in the database."""
+    """Remove an account: its sessions, tokens and assignments are deleted; its annotations stay, and its name and id
+    are never given to a new account (the annotations carry the name)."""
     from ..web.db import AnnotationDB
 
     AnnotationDB(_existing_db(db)).remove_user(name)

@@ -30,7 +30,7 @@ from ..collection import Collection
 from ..errors import Cancelled, DataError, StoreError, ThoughtSourceError
 from . import agreement as agreement_mod
 from . import auth
-from .data import ServedData, sample_done
+from .data import UPLOAD_SUFFIXES, ServedData, sample_done
 from .db import ROLES, STEP_KEY, STEP_VALUES, CotRef, User
 from .limits import MAX_UPLOAD_BYTES
 from .routes import CurrentUser, annotation_db, check_csrf, render, sample_path, served_data
@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 
 admin = APIRouter(dependencies=[Depends(check_csrf)])
 
-UPLOAD_SUFFIXES = (".json", ".jsonl", ".parquet")
 
 
 def _back(request: Request, user: User, url: str, notice: str = "", error: str = "") -> Response:
@@ -155,19 +154,30 @@ async def adjudicate_steps(request: Request, user: CurrentUser) -> Response:
         if not 0 <= first < n:
             raise DataError(f"first_error {first} out of range: this CoT has {n} steps", field="first_error")
         labels[first] = -1
+    if all(v is None for v in labels):  # a form left empty is no decision (it was stored, and prm-jsonl exported it)
+        await run_in_threadpool(annotation_db(request).adjudicate, ref, STEP_KEY, None, user.name)
+        return _back(request, user, "/adjudicate", notice="no step was set: nothing stored (a final value there was cleared)")
     await run_in_threadpool(annotation_db(request).adjudicate, ref, STEP_KEY, {"labels": labels, "first_error": first}, user.name)
     log.info("%s adjudicated the step labels of %s", user.name, ref)
     return _back(request, user, "/adjudicate", notice="final step labels saved")
+
+
+MAX_FINAL_VALUE = 200_000  # characters of a final value's JSON: a step-labels object of a CoT of ~50,000 steps
+
+
+class BadFinalValue(ThoughtSourceError):
+    """A final value that is not one (HTTP 400): not JSON, nested too deeply, too long, or of the wrong shape."""
 
 
 @admin.post("/adjudicate")
 def adjudicate(request: Request, user: CurrentUser, dataset: Annotated[str, Form(max_length=500)],
                split: Annotated[str, Form(max_length=500)], sample_id: Annotated[str, Form(max_length=500)],
                cot_id: Annotated[str, Form(max_length=500)], key: Annotated[str, Form(max_length=200)],
-               value: Annotated[str, Form(max_length=200_000)] = "") -> Response:
+               value: Annotated[str, Form()] = "") -> Response:
     """Set the final value of (CoT, key): ``value`` is JSON (true/false for a label, a step-labels object), or "" to clear.
 
-    (The default matters: FastAPI reads an empty form field as a missing one, so without it "" was a 422.)"""
+    (The default matters: FastAPI reads an empty form field as a missing one, so without it "" was a 422.)  A value
+    that is not one is a 400 with the reason: a deeply nested one was a 500 (``json`` raised RecursionError)."""
     auth.require_admin(user)
     data, db = served_data(request), annotation_db(request)
     ref = data.cot_ref(dataset, split, sample_id, cot_id)
@@ -175,22 +185,33 @@ def adjudicate(request: Request, user: CurrentUser, dataset: Annotated[str, Form
     if value == "":
         db.adjudicate(ref, key, None, user.name)
         return _back(request, user, "/adjudicate", notice="final label cleared")
+    if len(value) > MAX_FINAL_VALUE:
+        raise BadFinalValue(f"the final value has {len(value)} characters; at most {MAX_FINAL_VALUE}")
+    if key not in (*labels, STEP_KEY):
+        raise DataError(f"cannot adjudicate {key!r}; one of {', '.join([*labels, STEP_KEY])}", field="key")
     try:
         parsed = json.loads(value)
-    except json.JSONDecodeError:
-        raise DataError("the final value is not JSON", field="value") from None
+    except (json.JSONDecodeError, RecursionError):
+        raise BadFinalValue("the final value is not JSON (or nested too deeply)") from None
     if key in labels:
         if not isinstance(parsed, bool):
-            raise DataError(f"{key!r} takes true or false", field="value")
-    elif key == STEP_KEY:
-        ok = (isinstance(parsed, dict) and isinstance(parsed.get("labels"), list)
-              and all(v is None or v in STEP_VALUES for v in parsed["labels"])
-              and (parsed.get("first_error") is None or isinstance(parsed.get("first_error"), int)))
-        if not ok:
-            raise DataError("step labels are {\"labels\": [1|0|-1|null, ...], \"first_error\": step or null}", field="value")
-        parsed = {"labels": parsed["labels"], "first_error": parsed.get("first_error")}
+            raise BadFinalValue(f"{key!r} takes true or false")
     else:
-        raise DataError(f"cannot adjudicate {key!r}; one of {', '.join([*labels, STEP_KEY])}", field="key")
+        from .similarity import sentences
+
+        n = len(sentences(data.cot(ref).cot or ""))
+        steps = parsed.get("labels") if isinstance(parsed, dict) else None
+        first = parsed.get("first_error") if isinstance(parsed, dict) else None
+        ok = (isinstance(steps, list) and len(steps) <= n and set(parsed) <= {"labels", "first_error"}
+              and all(v is None or (type(v) is int and v in STEP_VALUES) for v in steps)
+              and (first is None or (type(first) is int and 0 <= first < n)))
+        if not ok:
+            raise BadFinalValue(f"step labels are {{\"labels\": [1|0|-1|null, ...] (at most {n}, one per step), "
+                                "\"first_error\": a step number or null}")
+        parsed = {"labels": steps, "first_error": first}
+        if first is None and all(v is None for v in steps):  # no decision: clear, never store an all-empty one
+            db.adjudicate(ref, key, None, user.name)
+            return _back(request, user, "/adjudicate", notice="no step was set: nothing stored (a final value there was cleared)")
     db.adjudicate(ref, key, parsed, user.name)
     log.info("%s adjudicated %s on %s", user.name, key, ref)
     return _back(request, user, "/adjudicate", notice="final label saved")
@@ -215,13 +236,13 @@ def change_user(request: Request, user: CurrentUser, name: Annotated[str, Form(m
         return _back(request, user, "/admin/users", error=f"no user named {name!r}")
     if target.id == user.id:
         return _back(request, user, "/admin/users", error="change your own account from the command line")
-    try:
+    try:  # each checks, in its own transaction, that you are still an admin and another active admin remains
         if action == "role":
-            db.set_role(target.name, role)
+            db.set_role(target.name, role, acting=user)
         elif action == "remove":
-            db.remove_user(target.name)
+            db.remove_user(target.name, acting=user)
         else:
-            db.set_disabled(target.name, action == "disable")
+            db.set_disabled(target.name, action == "disable", acting=user)
     except StoreError as e:
         return _back(request, user, "/admin/users", error=str(e))
     log.info("%s: %s %s %s", user.name, action, target.name, role)
@@ -286,11 +307,12 @@ class Uploaded:
     new_cots: int
 
 
-def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, stop: threading.Event) -> Uploaded:
+def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, stop: threading.Event,
+                 record: Callable[[str], None] | None = None) -> Uploaded:
     """The upload pipeline, off the event loop: copy to a private temp folder in ``folder`` → validate → merge with
     the served data (refusing conflicts) → only then store under a free name (one rename).  A failure or ``stop``
     (the server shutting down: the merge checks it) leaves ``folder`` as it was, so a restart never loads a file
-    that was not accepted."""
+    that was not accepted.  ``record(stored name)`` after the rename: the upload order, which the next start keeps."""
     folder.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".upload-", dir=folder))
     try:
@@ -314,6 +336,8 @@ def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, st
         if stop.is_set():
             raise Cancelled("the server is shutting down")
         os.replace(path, target)
+        if record is not None:
+            record(target.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     samples = sum(1 for _ in collection.samples())
@@ -353,7 +377,7 @@ async def upload(request: Request, user: CurrentUser, file: UploadFile) -> Respo
             name = _upload_name(file.filename or "")
             done: Uploaded = await _off_loop(request.app.state.stopping, store_upload, file.file, name,
                                              request.app.state.settings.upload_dir, served_data(request),
-                                             request.app.state.stopping)
+                                             request.app.state.stopping, annotation_db(request).record_upload)
         except DataError as e:
             log.warning("%s: upload refused: %s", user.name, e)
             return _back(request, user, "/admin/data", error=str(e))

@@ -10,6 +10,8 @@ run injected script.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import logging
 import threading
 from pathlib import Path
@@ -24,10 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from .. import paths
+from ..collection import Collection
 from ..errors import DataError, ThoughtSourceError
 from .auth import SESSION_COOKIE, Forbidden, LoginThrottle, NotAuthenticated, Sessions, bearer, load_or_create_secret
-from .data import NotFound, ServedData
-from .db import AnnotationDB, User
+from .data import UPLOAD_SUFFIXES, NotFound, ServedData
+from .db import AnnotationDB, CotRef, User
 from .limits import BodyLimits, BodyTooLarge
 from .notices import Notices
 from .similarity import DEFAULT_THRESHOLD
@@ -54,16 +57,104 @@ class ServeSettings(BaseModel):
     page_size: int = Field(25, ge=1, le=500, description="Samples per list page.")
     secure_cookies: bool = Field(False, description="Mark cookies Secure (set when served over HTTPS).")
     secret_dir: Path | None = Field(None, description="Where the secret key lives (default: paths.home()).")
-    blind: bool = Field(False, description="Blind review for the whole server: annotators see no model, trigger or "
-                                           "correctness, and each sees a sample's CoTs in their own shuffled order.")
+    blind: bool = Field(False, description="Blind review for the whole server: annotators see no model, trigger, "
+                                           "correctness or gold answer, and each sees a sample's CoTs under their own "
+                                           "names, in their own order (both keyed with the server's secret).")
+    blind_show_gold: bool = Field(False, description="During blind review, still show the gold answer and reference "
+                                                     "CoT (which tell which CoTs are right): for teams that want it.")
     similarity_threshold: float = Field(DEFAULT_THRESHOLD, ge=0.05, le=1.0,
                                         description="Initial threshold of the similar-sentence highlighting.")
+    allowed_hosts: list[str] | None = Field(None, description="Serve only requests whose Host header names one of "
+                                            "these (the port aside); None: any (``serve`` sets it, see default_allowed_hosts).")
     upload_dir: Path | None = Field(None, description="Where files uploaded by admins are kept and served from on the "
                                                       "next start (default: an 'uploads' folder next to the database).")
 
     def model_post_init(self, __context: Any) -> None:
         if self.upload_dir is None:
             self.upload_dir = self.db.parent / "uploads"
+
+
+def load_served(settings: ServeSettings, db: AnnotationDB) -> ServedData:
+    """The served files, then the uploads in the order they were accepted (``db.uploads()``; files found in
+    ``upload_dir`` but not recorded, accepted before the order was, follow by modification time and are recorded).
+    Before, uploads were reloaded in name order, which changed the merged CoT order at a restart.  Annotations made
+    before CoT ids were stable are then given their CoTs' ids (:func:`migrate_positional_ids`)."""
+    folder = settings.upload_dir
+    present = {p.name: p for p in folder.glob("*") if p.is_file() and p.suffix in UPLOAD_SUFFIXES} \
+        if folder is not None and folder.is_dir() else {}
+    recorded = [n for n in db.uploads() if n in present]
+    rest = sorted((p for n, p in present.items() if n not in set(recorded)), key=lambda p: (p.stat().st_mtime_ns, p.name))
+    for p in rest:
+        db.record_upload(p.name)
+    accepted = [*settings.files, *(present[n] for n in recorded), *rest]
+    if not accepted:
+        raise ThoughtSourceError("no data files given")
+    loaded = {f: Collection.load(f) for f in accepted}
+    data = ServedData.from_collections([(f, loaded[f]) for f in accepted])
+    log.info("serving %d samples and %d generated CoTs from %d file(s)", len(data.items), data.total_cots, len(accepted))
+    if db.positional_cot_refs():
+        by_name = [*settings.files, *sorted(present.values())]  # the order of the versions before (by name)
+        before = data if by_name == accepted else ServedData.from_collections([(f, loaded[f]) for f in by_name])
+        migrate_positional_ids(db, data, before)
+    return data
+
+
+def migrate_positional_ids(db: AnnotationDB, data: ServedData, before: ServedData) -> int:
+    """Give the annotations made before CoT ids were stable their CoTs' ids, where that is certain.
+
+    Those versions named a CoT without an id ``cot-<n>``, its position in the merged sample, and merged the uploads
+    by name at a start but in upload order while running: which CoT such a label was given to is certain only where
+    both orders put the same CoT at that position (always, without uploads).  If one is not certain, nothing is
+    changed and ``serve`` refuses to start, saying what to do: labels are never re-attached by a guess.  Rows of
+    samples that are not served are left as they are (no CoT has such an id now, so they attach to nothing)."""
+    renames: dict[CotRef, str] = {}
+    unsure: list[CotRef] = []
+    for ref in db.positional_cot_refs():
+        it = data.index.get((ref.dataset, ref.split, ref.sample_id))
+        if it is None or ref.cot_id in it.cot_ids:  # not served, or a file's own id that happens to read cot-<n>
+            continue
+        n = int(ref.cot_id[len("cot-"):])
+        old = before.index.get(it.key)
+        now_at = it.cot_ids[n] if n < len(it.cot_ids) and not it.sample.generated_cot[n].id else None
+        then_at = old.cot_ids[n] if old is not None and n < len(old.cot_ids) and not old.sample.generated_cot[n].id else None
+        if now_at is not None and now_at == then_at:
+            renames[ref] = now_at
+        else:
+            unsure.append(ref)
+    if unsure:
+        shown = ", ".join(f"{r.dataset}/{r.split}/{r.sample_id}/{r.cot_id}" for r in unsure[:3])
+        raise ThoughtSourceError(
+            f"{db.path}: made by a version that named CoTs without an id by their position (cot-<n>); for {len(unsure)} "
+            f"of them ({shown}{', ...' if len(unsure) > 3 else ''}) the position depends on the order of the uploads, so "
+            "which CoT their labels belong to is not certain and nothing was changed. Export the annotations with the "
+            "version that made them (`thoughtsource annotations export FILES... --db DB --out annotated.json`, the "
+            "uploads in the order they were accepted), then `thoughtsource annotations import annotated.json --db "
+            "NEW.sqlite` with this version and serve NEW.sqlite")
+    n_rows = db.rename_cots(renames) if renames else 0
+    if n_rows:
+        log.warning("%s: %d annotation(s) on %d CoT(s) without an id moved from their position (cot-<n>) to the CoT's "
+                    "stable id", db.path, n_rows, len(renames))
+    return n_rows
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def default_allowed_hosts(host: str) -> list[str] | None:
+    """``serve --allowed-hosts``'s default: the bound address, and ``localhost`` when it is loopback (a page on
+    another site that rebinds its own name to 127.0.0.1 sends its name as Host, and is refused).  A wildcard bind
+    (``0.0.0.0``, ``::``) has no name of its own to check: None (any), and ``serve`` warns."""
+    if host in ("0.0.0.0", "::", ""):
+        return None
+    return [host, "localhost"] if host in LOOPBACK or host.startswith("127.") else [host]
+
+
+def host_name(header: str) -> str:
+    """The host of a Host header without its port: ``[::1]:8000`` → ``::1``, ``Example.org:80`` → ``example.org``."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastAPI:
@@ -84,15 +175,15 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
         for tmp in settings.upload_dir.glob(".upload-*"):  # of an upload whose process ended before it cleaned up
             shutil.rmtree(tmp, ignore_errors=True)
     if data is None:
-        uploaded = sorted(p for p in settings.upload_dir.glob("*") if p.suffix in (".json", ".jsonl", ".parquet")) \
-            if settings.upload_dir and settings.upload_dir.is_dir() else []
-        data = ServedData.load([*settings.files, *uploaded])
+        data = load_served(settings, db)
     app.state.data = data
     app.state.new_tokens = {}
     app.state.notices = Notices()
     app.state.upload_lock = asyncio.Lock()  # one upload at a time: each builds on the data the last one left
     app.state.stopping = threading.Event()  # set on SIGTERM/SIGINT (Server below): long work stops
     app.state.sessions = Sessions(db, secret)
+    # the key of blind review's CoT aliases and order (routes.blind_alias): derived from the secret, never sent
+    app.state.blind_key = hmac.new(secret, b"thoughtsource blind review", hashlib.sha256).digest()
     app.state.sim_cache = {}
     app.state.throttle = LoginThrottle()
     import jinja2
@@ -134,6 +225,18 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
         response.headers["Referrer-Policy"] = "same-origin"
         response.headers.setdefault("Cache-Control", "no-store")
         return response
+
+    if settings.allowed_hosts is not None and "*" not in settings.allowed_hosts:
+        allowed = {host_name(h) for h in settings.allowed_hosts}
+
+        @app.middleware("http")  # added last, so outermost: a foreign Host reaches nothing else
+        async def check_host(request: Request, call_next: Any) -> Response:
+            if host_name(request.headers.get("host", "")) not in allowed:
+                log.warning("refused a request for host %r (allowed: %s)", request.headers.get("host", "")[:100],
+                            ", ".join(sorted(allowed)))
+                return Response("unknown host (serve --allowed-hosts)", status_code=400, media_type="text/plain",
+                                headers={"Connection": "close"})
+            return await call_next(request)
 
     @app.exception_handler(NotAuthenticated)
     async def _unauth(request: Request, exc: NotAuthenticated) -> Response:

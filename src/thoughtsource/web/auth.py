@@ -32,7 +32,7 @@ import secrets
 import stat
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -60,6 +60,7 @@ SESSION_ENDED = "your session has ended; log in again"
 VERIFY_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2) // 2))
 MAX_WAITING_LOGINS = 256
 MAX_WAITING_PER_CLIENT = 64
+MAX_WAITING_PER_NAME = 64
 MIN_PASSWORD_LENGTH = 8
 
 
@@ -176,69 +177,109 @@ class ServerBusy(AuthError):
     """Too many log-ins waiting for a password check (HTTP 503)."""
 
 
-class PasswordQueue:
-    """Password checks waiting for the password pool, one queue per client address, taken round-robin.
+@dataclass(eq=False)
+class _Waiting:
+    client: str
+    name: str
+    done: Future[Any]
+    check: Callable[[], Any]
 
-    Before, the checks waited in one FIFO: 40 wrong passwords queued from one address delayed another user's right
-    one by 11.6 s (one verification thread on a 2-core machine).  Now a client's next check waits for one check of
-    every other waiting client, so a guessing client delays others by about one check, however many it queues.
+
+class PasswordQueue:
+    """Password checks waiting for the password pool; the next to run is the one whose client address and target
+    user name have had the fewest checks run while they had checks waiting (ties: first come, first served).
+
+    Before issue 23 the checks waited in one FIFO: 40 wrong passwords queued from one address delayed another user's
+    right one by 11.6 s.  Issue 23 made the queues per client address, taken in turn; but then 40 addresses each
+    guessing one name were 40 clients, and another user waited for one check of each: 20-22 s.  Now an address that
+    queues many checks and a name that many addresses guess both fall behind, so another user's check (a new
+    address and a new name: no checks run for either) is the next to run, in both attacks.  The price: an attacker
+    with many addresses *and* many names (each address guessing its own name) is still as many "clients" as it has
+    pairs, and another user waits for about one check per pair (bounded by ``total``).
+
     Bounded: ``per_client`` waiting checks per address (then 503 for that address only; high enough for a class
-    behind one NAT address) and ``total`` in all.  A check whose request went away before its turn is skipped.
+    behind one NAT address), ``per_name`` per target name (then 503 for log-ins as that name, the real user's
+    included, until the queue drains: the price of not letting one guessed name fill the queue), and ``total`` in
+    all.  A check whose request went away before its turn is skipped.
     """
 
     def __init__(self, workers: int = VERIFY_CONCURRENCY, per_client: int = MAX_WAITING_PER_CLIENT,
-                 total: int = MAX_WAITING_LOGINS) -> None:
+                 total: int = MAX_WAITING_LOGINS, per_name: int = MAX_WAITING_PER_NAME) -> None:
         self.workers = workers
         self.per_client = per_client
+        self.per_name = per_name
         self.total = total
         self._lock = threading.Lock()
-        self._queues: OrderedDict[str, deque[tuple[Future[Any], Callable[[], Any]]]] = OrderedDict()
+        self._queue: list[_Waiting] = []  # in arrival order
+        self._client_active: Counter[str] = Counter()  # checks waiting or running
+        self._name_active: Counter[str] = Counter()
+        self._client_served: Counter[str] = Counter()  # checks run while the client had checks waiting
+        self._name_served: Counter[str] = Counter()
         self._running = 0
-        self._waiting = 0
 
     @property
     def waiting(self) -> int:
         """Checks queued and not started."""
-        return self._waiting
+        return len(self._queue)
 
-    def submit(self, client: str, check: Callable[[], T]) -> Future[T]:
-        """Queue ``check`` for ``client``; :class:`ServerBusy` when that client's queue or all queues are full."""
+    def submit(self, client: str, check: Callable[[], T], name: str = "") -> Future[T]:
+        """Queue ``check`` of a log-in as ``name`` from ``client``; :class:`ServerBusy` when that client's or that
+        name's queue, or all queues, are full."""
         done: Future[T] = Future()
+        name = normalize_name(name)
         with self._lock:
-            if self._waiting >= self.total:
+            if len(self._queue) >= self.total:
                 raise ServerBusy("too many log-ins at once; try again in a few seconds")
-            queue = self._queues.get(client)
-            if queue is not None and len(queue) >= self.per_client:
+            if sum(1 for w in self._queue if w.client == client) >= self.per_client:  # (at most `total`: cheap)
                 raise ServerBusy("too many log-ins from this address at once; try again in a few seconds")
-            self._queues.setdefault(client, deque()).append((done, check))
-            self._waiting += 1
+            if sum(1 for w in self._queue if w.name == name) >= self.per_name:
+                raise ServerBusy("too many log-ins for this user name at once; try again in a few seconds")
+            self._queue.append(_Waiting(client, name, done, check))
+            self._client_active[client] += 1
+            self._name_active[name] += 1
         self._dispatch()
         return done
+
+    def _take(self) -> _Waiting:
+        """The next check (under the lock, the queue not empty): fewest checks run for its client and its name."""
+        k = min(range(len(self._queue)),
+                key=lambda i: self._client_served[self._queue[i].client] + self._name_served[self._queue[i].name])
+        w = self._queue.pop(k)
+        self._client_served[w.client] += 1
+        self._name_served[w.name] += 1
+        return w
+
+    def _finished(self, w: _Waiting) -> None:
+        """(Under the lock.)  A client or name with nothing waiting or running is forgotten: the counters stay as
+        small as the queue, and one that comes back later starts again at 0."""
+        for active, served, key in ((self._client_active, self._client_served, w.client),
+                                    (self._name_active, self._name_served, w.name)):
+            active[key] -= 1
+            if not active[key]:
+                del active[key]
+                served.pop(key, None)
 
     def _dispatch(self) -> None:
         while True:
             with self._lock:
-                if self._running >= self.workers or not self._queues:
+                if self._running >= self.workers or not self._queue:
                     return
-                client, queue = next(iter(self._queues.items()))
-                done, check = queue.popleft()
-                self._waiting -= 1
-                del self._queues[client]
-                if queue:  # to the back: every other waiting client goes first
-                    self._queues[client] = queue
-                if not done.set_running_or_notify_cancel():
+                w = self._take()
+                if not w.done.set_running_or_notify_cancel():
+                    self._finished(w)
                     continue  # the request went away
                 self._running += 1
-            _verify_pool.submit(self._run, done, check)
+            _verify_pool.submit(self._run, w)
 
-    def _run(self, done: Future[Any], check: Callable[[], Any]) -> None:
+    def _run(self, w: _Waiting) -> None:
         try:
-            done.set_result(check())
+            w.done.set_result(w.check())
         except BaseException as e:  # handed to the waiting request
-            done.set_exception(e)
+            w.done.set_exception(e)
         finally:
             with self._lock:
                 self._running -= 1
+                self._finished(w)
             self._dispatch()
 
 
@@ -248,7 +289,7 @@ password_queue = PasswordQueue()
 async def authenticate_async(db: AnnotationDB, name: str, password: str, client: str = "unknown") -> User:
     """:func:`authenticate` on the password pool (``VERIFY_CONCURRENCY`` threads), off the request workers, queued
     per client address (:class:`PasswordQueue`)."""
-    return await asyncio.wrap_future(password_queue.submit(client, lambda: authenticate(db, name, password)))
+    return await asyncio.wrap_future(password_queue.submit(client, lambda: authenticate(db, name, password), name))
 
 
 class TooManyAttempts(AuthError):

@@ -7,11 +7,14 @@ URL is a dictionary key, never part of a file path; anything not loaded is :clas
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ..collection import Collection
@@ -29,9 +32,35 @@ class NotFound(ThoughtSourceError, LookupError):
     """A dataset, split, sample or CoT that is not in the served data (HTTP 404)."""
 
 
-def cot_id(cot: GeneratedCot, index: int) -> str:
-    """The CoT's id, or ``cot-<index>`` for the (rare) CoTs stored without one."""
-    return cot.id if cot.id else f"cot-{index}"
+UPLOAD_SUFFIXES = (".json", ".jsonl", ".parquet")  # the files an admin may upload (and a start serves from upload_dir)
+DERIVED_ID_PREFIX = "h-"
+
+
+def derived_cot_id(cot: GeneratedCot) -> str:
+    """The id of a CoT stored without one: ``h-`` + 16 hex digits of the sha256 of its content and provenance (text,
+    answers, model, trigger, prompt, author, date, ...: every field but ``id`` and ``annotations``, defaults left
+    out so a new optional schema field does not change it).  Never its position, its file or the order of uploads:
+    before, it was ``cot-<position>``, and a restart that merged the uploads in another order moved labels to
+    another model's CoTs."""
+    content = cot.model_dump(mode="json", exclude={"id", "annotations"}, exclude_defaults=True)
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return DERIVED_ID_PREFIX + digest[:16]
+
+
+def cot_ids(sample: Sample) -> list[str]:
+    """The ids of the sample's CoTs, in file order: the CoT's own id, else :func:`derived_cot_id` (the 2nd, 3rd ...
+    identical id-less CoT of a sample gets ``-2``, ``-3``: the copies are indistinguishable, so which is which
+    does not matter)."""
+    out: list[str] = []
+    seen: Counter[str] = Counter()
+    for c in sample.generated_cot:
+        if c.id:
+            out.append(c.id)
+            continue
+        base = derived_cot_id(c)
+        seen[base] += 1
+        out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return out
 
 
 def cot_correct(cot: GeneratedCot) -> bool | None:
@@ -80,11 +109,17 @@ class Item:
     def key(self) -> tuple[str, str, str]:
         return (self.dataset, self.split, self.sample.id)
 
+    @cached_property
+    def cot_ids(self) -> list[str]:
+        """:func:`cot_ids` of the sample (computed on first use: hashing every CoT of a large upload up front
+        would slow the upload down)."""
+        return cot_ids(self.sample)
+
 
 def sample_done(it: Item, done: set[CotRef]) -> bool:
     """Every CoT of the sample is in ``done`` (the CoTs with at least one annotation of a user: a label, comment,
     star, "reviewed" or step labels): the sample is finished for "next for me" and the queue progress."""
-    return all(CotRef(it.dataset, it.split, it.sample.id, cot_id(c, i)) in done for i, c in enumerate(it.sample.generated_cot))
+    return all(CotRef(it.dataset, it.split, it.sample.id, c) in done for c in it.cot_ids)
 
 
 # Spreadsheets run cells that start with these as formulas (OWASP "CSV injection").
@@ -188,14 +223,14 @@ class ServedData:
 
     def cot(self, ref: CotRef) -> GeneratedCot:
         item = self.item(ref.dataset, ref.split, ref.sample_id)
-        for i, c in enumerate(item.sample.generated_cot):
-            if cot_id(c, i) == ref.cot_id:
+        for cid, c in zip(item.cot_ids, item.sample.generated_cot, strict=True):
+            if cid == ref.cot_id:
                 return c
         raise NotFound("no such generated CoT in this sample")
 
     def cot_ref(self, dataset: str, split: str, sample_id: str, cot: str) -> CotRef:
         item = self.item(dataset, split, sample_id)
-        if cot not in {cot_id(c, i) for i, c in enumerate(item.sample.generated_cot)}:
+        if cot not in item.cot_ids:
             raise NotFound("no such generated CoT in this sample")
         return CotRef(dataset, split, sample_id, cot)
 
@@ -235,15 +270,16 @@ class ServedData:
         out = base.select(split=None)
         cots: dict[CotRef, GeneratedCot] = {}
         for d, s, x in out.samples():
-            for i, c in enumerate(x.generated_cot):
-                cots.setdefault(CotRef(d, s, x.id, cot_id(c, i)), c)
+            for cid, c in zip(cot_ids(x), x.generated_cot, strict=True):
+                cots.setdefault(CotRef(d, s, x.id, cid), c)
                 if only_author is not None:
                     c.annotations = [a for a in c.annotations if a.author == only_author]
-        written = missing = 0
+        written = missing = positional = 0
         for r in rows:
             cot = cots.get(r.ref)
             if cot is None:
                 missing += 1
+                positional += r.ref.cot_id.startswith("cot-")
                 continue
             cot.annotations = [a for a in cot.annotations
                                if not (a.author == r.annotator and a.key == r.key and not getattr(a, "adjudicated", False))]
@@ -257,7 +293,10 @@ class ServedData:
             cot.annotations.append(Annotation(author=r.annotator, date=r.updated, key=r.key, value=r.value, adjudicated=True))
             written += 1
         if missing and source is None:
-            log.warning("%d annotation(s) refer to CoTs that are not in the served files; not exported", missing)
+            log.warning("%d annotation(s) refer to CoTs that are not in the served files; not exported%s", missing,
+                        f" ({positional} name a CoT cot-<n>, by its position, as versions before stable CoT ids did: "
+                        "`serve` moves them to the CoT's id where that is certain, see docs/design/web.md)"
+                        if positional else "")
         return out, written, missing
 
     def export_json(self, rows: Iterable[AnnotationRow], path: Path, final: Iterable[AnnotationRow] = ()) -> int:
@@ -267,9 +306,9 @@ class ServedData:
 
     def csv_rows(self, rows: Iterable[AnnotationRow], final: Iterable[AnnotationRow] = ()) -> list[list[str]]:
         models = {
-            CotRef(it.dataset, it.split, it.sample.id, cot_id(c, i)): model_name(c)
+            CotRef(it.dataset, it.split, it.sample.id, cid): model_name(c)
             for it in self.items
-            for i, c in enumerate(it.sample.generated_cot)
+            for cid, c in zip(it.cot_ids, it.sample.generated_cot, strict=True)
         }
         out = [["dataset", "split", "sample_id", "cot_id", "model", "annotator", "date", "key", "value", "adjudicated"]]
         for r, adjudicated in [*((r, "") for r in rows), *((r, "yes") for r in final)]:
@@ -351,8 +390,8 @@ def rows_from_collection(collection: Collection) -> tuple[list[AnnotationRow], l
     rows: list[AnnotationRow] = []
     final: list[AnnotationRow] = []
     for d, s, x in collection.samples():
-        for i, c in enumerate(x.generated_cot):
-            ref = CotRef(d, s, x.id, cot_id(c, i))
+        for cid, c in zip(cot_ids(x), x.generated_cot, strict=True):
+            ref = CotRef(d, s, x.id, cid)
             for a in c.annotations:
                 if not a.author:
                     continue

@@ -76,6 +76,21 @@ def _m002_roles(conn: sqlite3.Connection) -> None:
         taken.add(new)
 
 
+def _m004_uploads_removed_users(conn: sqlite3.Connection) -> None:
+    """The upload order (``uploads``), and removed accounts kept as rows (``users.removed``) so that neither their id
+    nor their name is given out again: annotations carry the annotator's name, and a new account with a removed
+    user's name read and deleted that user's annotations.  Names that annotated but have no account (removed
+    before this migration) get such a row too."""
+    conn.execute("CREATE TABLE uploads (seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE, accepted TEXT NOT NULL)")
+    conn.execute("ALTER TABLE users ADD COLUMN removed TEXT")
+    t = now()
+    for (name,) in conn.execute(
+        "SELECT annotator FROM annotations UNION SELECT adjudicator FROM adjudications EXCEPT SELECT name FROM users"
+    ).fetchall():
+        conn.execute("INSERT INTO users (name, password_hash, role, disabled, created, removed) VALUES (?, '', 'annotator', 1, ?, ?)",
+                     (name, t, t))
+
+
 MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
     (
         "m001_initial",
@@ -150,6 +165,7 @@ MIGRATIONS: list[tuple[str, str | Callable[[sqlite3.Connection], None]]] = [
         )
         """,
     ),
+    ("m004_uploads_removed_users", _m004_uploads_removed_users),
 ]
 
 
@@ -309,42 +325,74 @@ class AnnotationDB:
                 )
                 return User(int(cur.lastrowid or 0), name, role)
         except sqlite3.IntegrityError:
+            with self.connect() as conn:
+                removed = conn.execute("SELECT removed FROM users WHERE name = ?", (name,)).fetchone()
+            if removed is not None and removed[0]:
+                raise StoreError(f"{self.path}: {name!r} is the name of a removed account, whose annotations keep it; "
+                                 "choose another name") from None
             raise StoreError(f"{self.path}: a user named {name!r} already exists") from None
 
-    def _update_user(self, name: str, sql: str, args: tuple[Any, ...], end_sessions: bool) -> None:
+    def _check_admin_change(self, conn: sqlite3.Connection, acting: User, name: str, loses_admin: bool) -> None:
+        """Inside the change's transaction: ``acting`` is still an active admin and, if the change takes admin
+        rights from ``name``, another active admin remains.  (Checked before the transaction, two admins demoting
+        each other at once both passed and left no admin, 18 of 30 times.)"""
+        me = conn.execute("SELECT role, disabled, removed FROM users WHERE id = ?", (acting.id,)).fetchone()
+        if me is None or me["role"] != "admin" or me["disabled"] or me["removed"]:
+            raise StoreError("you are no longer an active admin; nothing was changed")
+        if loses_admin:
+            others = conn.execute("SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND removed IS NULL "
+                                  "AND name != ?", (name,)).fetchone()[0]
+            if others == 0:
+                raise StoreError(f"{name!r} is the last active admin; nothing was changed")
+
+    def _update_user(self, name: str, sql: str, args: tuple[Any, ...], end_sessions: bool,
+                     acting: User | None = None, loses_admin: Callable[[sqlite3.Row], bool] | None = None) -> None:
         name = normalize_name(name)
         with self.connect(write=True) as conn:
-            cur = conn.execute(sql + " WHERE name = ?", (*args, name))
-            if cur.rowcount == 0:
+            target = conn.execute("SELECT * FROM users WHERE name = ? AND removed IS NULL", (name,)).fetchone()
+            if target is None:
                 raise StoreError(f"{self.path}: no user named {name!r}")
+            if acting is not None:
+                self._check_admin_change(conn, acting, name, loses_admin is not None and loses_admin(target))
+            conn.execute(sql + " WHERE id = ?", (*args, target["id"]))
             if end_sessions:
-                conn.execute("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)", (name,))
+                conn.execute("DELETE FROM sessions WHERE user_id = ?", (target["id"],))
 
     def set_password(self, name: str, password_hash: str) -> None:
         """New password; ends the user's sessions."""
         self._update_user(name, "UPDATE users SET password_hash = ?", (password_hash,), end_sessions=True)
 
-    def set_role(self, name: str, role: str) -> None:
-        """New role; ends the user's sessions (so no page keeps showing the old rights)."""
+    def set_role(self, name: str, role: str, acting: User | None = None) -> None:
+        """New role; ends the user's sessions (so no page keeps showing the old rights).  ``acting``: the admin
+        making the change on the admin page (:meth:`_check_admin_change`, in the same transaction)."""
         if role not in ROLES:
             raise StoreError(f"unknown role {role!r}; one of {', '.join(ROLES)}")
-        self._update_user(name, "UPDATE users SET role = ?", (role,), end_sessions=True)
+        self._update_user(name, "UPDATE users SET role = ?", (role,), end_sessions=True, acting=acting,
+                          loses_admin=lambda u: u["role"] == "admin" and not u["disabled"] and role != "admin")
 
-    def set_disabled(self, name: str, disabled: bool) -> None:
+    def set_disabled(self, name: str, disabled: bool, acting: User | None = None) -> None:
         """Disable (ends sessions, no log-in, API tokens refused) or enable an account."""
-        self._update_user(name, "UPDATE users SET disabled = ?", (int(disabled),), end_sessions=disabled)
+        self._update_user(name, "UPDATE users SET disabled = ?", (int(disabled),), end_sessions=disabled, acting=acting,
+                          loses_admin=lambda u: u["role"] == "admin" and not u["disabled"] and disabled)
 
-    def remove_user(self, name: str) -> None:
-        """Delete an account with its sessions and API tokens; its annotations stay (they carry the name)."""
+    def remove_user(self, name: str, acting: User | None = None) -> None:
+        """Remove an account: its sessions, API tokens and assignments are deleted; the row stays, marked removed,
+        so its id and name are never given out again and its annotations (which carry the name) stay its own."""
         name = normalize_name(name)
         with self.connect(write=True) as conn:
-            if conn.execute("DELETE FROM users WHERE name = ?", (name,)).rowcount == 0:
+            target = conn.execute("SELECT * FROM users WHERE name = ? AND removed IS NULL", (name,)).fetchone()
+            if target is None:
                 raise StoreError(f"{self.path}: no user named {name!r}")
+            if acting is not None:
+                self._check_admin_change(conn, acting, name, target["role"] == "admin" and not target["disabled"])
+            conn.execute("UPDATE users SET removed = ?, disabled = 1, password_hash = '' WHERE id = ?", (now(), target["id"]))
+            conn.execute("DELETE FROM sessions WHERE user_id = ?", (target["id"],))
+            conn.execute("DELETE FROM api_tokens WHERE user_id = ?", (target["id"],))
             conn.execute("DELETE FROM assignments WHERE annotator = ?", (name,))
 
     def user_credentials(self, name: str) -> tuple[User, str] | None:
         with self.connect() as conn:
-            r = conn.execute("SELECT id, name, role, disabled, password_hash FROM users WHERE name = ?",
+            r = conn.execute("SELECT id, name, role, disabled, password_hash FROM users WHERE name = ? AND removed IS NULL",
                              (normalize_name(name),)).fetchone()
         return (_user(r), r["password_hash"]) if r else None
 
@@ -354,7 +402,7 @@ class AnnotationDB:
 
     def users(self) -> list[User]:
         with self.connect() as conn:
-            return [_user(r) for r in conn.execute("SELECT id, name, role, disabled FROM users ORDER BY name")]
+            return [_user(r) for r in conn.execute("SELECT id, name, role, disabled FROM users WHERE removed IS NULL ORDER BY name")]
 
     # ------------------------------------------------------------------ sessions
     def create_session(self, token_hash: str, user: User, expires: str) -> None:
@@ -369,7 +417,7 @@ class AnnotationDB:
         with self.connect() as conn:
             r = conn.execute(
                 "SELECT u.id, u.name, u.role, u.disabled FROM sessions s JOIN users u ON u.id = s.user_id "
-                "WHERE s.token_hash = ? AND s.expires > ? AND u.disabled = 0",
+                "WHERE s.token_hash = ? AND s.expires > ? AND u.disabled = 0 AND u.removed IS NULL",
                 (token_hash, now()),
             ).fetchone()
         return _user(r) if r else None
@@ -586,7 +634,7 @@ class AnnotationDB:
     def token_user(self, token_hash: str) -> User | None:
         with self.connect() as conn:
             r = conn.execute("SELECT u.id, u.name, u.role, u.disabled FROM api_tokens t JOIN users u ON u.id = t.user_id "
-                             "WHERE t.token_hash = ? AND u.disabled = 0", (token_hash,)).fetchone()
+                             "WHERE t.token_hash = ? AND u.disabled = 0 AND u.removed IS NULL", (token_hash,)).fetchone()
         if r is None:
             return None
         with self.connect(write=True) as conn:
@@ -602,6 +650,41 @@ class AnnotationDB:
     def revoke_token(self, token_id: int) -> bool:
         with self.connect(write=True) as conn:
             return conn.execute("DELETE FROM api_tokens WHERE id = ?", (token_id,)).rowcount > 0
+
+    # ------------------------------------------------------------------ uploads
+    def uploads(self) -> list[str]:
+        """The names of the accepted uploads (in ``upload_dir``), in the order they were accepted."""
+        with self.connect() as conn:
+            return [r[0] for r in conn.execute("SELECT name FROM uploads ORDER BY seq")]
+
+    def record_upload(self, name: str) -> None:
+        """``name`` was accepted (and renamed into ``upload_dir``): it is served after every earlier upload."""
+        with self.connect(write=True) as conn:
+            conn.execute("INSERT INTO uploads (name, accepted) VALUES (?, ?) ON CONFLICT (name) DO NOTHING", (name, now()))
+
+    # ------------------------------------------------------------------ CoT ids
+    def positional_cot_refs(self) -> list[CotRef]:
+        """The distinct CoTs that annotations or adjudications address as ``cot-<n>``: the id the versions before
+        stable ids gave a CoT without one (its position in the merged sample)."""
+        sql = ("SELECT DISTINCT dataset, split, sample_id, cot_id FROM {} WHERE cot_id GLOB 'cot-[0-9]*' "
+               "AND NOT cot_id GLOB 'cot-*[^0-9]*'")
+        with self.connect() as conn:
+            found = {CotRef(*r) for t in ("annotations", "adjudications") for r in conn.execute(sql.format(t))}
+        return sorted(found, key=lambda r: (r.dataset, r.split, r.sample_id, r.cot_id))
+
+    def rename_cots(self, renames: dict[CotRef, str]) -> int:
+        """Give the annotations and adjudications of each CoT its new id, in one transaction; returns the rows
+        changed.  A row whose new address is taken (the same annotator and key on the new id) fails it all."""
+        n = 0
+        try:
+            with self.connect(write=True) as conn:
+                for ref, new in renames.items():
+                    for table in ("annotations", "adjudications"):
+                        n += conn.execute(f"UPDATE {table} SET cot_id = ? WHERE dataset = ? AND split = ? AND sample_id = ? "
+                                          "AND cot_id = ?", (new, ref.dataset, ref.split, ref.sample_id, ref.cot_id)).rowcount
+        except sqlite3.IntegrityError as e:
+            raise StoreError(f"{self.path}: cannot give the CoTs their stable ids: {e}") from None
+        return n
 
     # ------------------------------------------------------------------ settings
     def setting(self, key: str, default: Any = None) -> Any:

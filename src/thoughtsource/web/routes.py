@@ -6,11 +6,12 @@ every handler but the login form needs a session (:func:`current_user`).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io as _io
 import json
 import logging
 import math
-import random
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -24,7 +25,7 @@ from ..errors import DataError, StoreError
 from ..schema import model_name
 from . import agreement as agreement_mod
 from . import auth
-from .data import Filters, Item, NotFound, ServedData, cot_correct, cot_id, sample_done, write_csv
+from .data import Filters, Item, NotFound, ServedData, cot_correct, sample_done, write_csv
 from .db import STEP_KEY, AnnotationDB, CotRef, User
 from .similarity import pairwise, segments
 
@@ -277,12 +278,30 @@ def _similarity(request: Request, it: Item) -> dict[str, Any]:
     return sim
 
 
-def blind_order(user: User, it: Item) -> list[int]:
-    """The file positions of the sample's CoTs in the order ``user`` sees them during blind review: shuffled, seeded
-    by the user and the sample, so the same on every visit (the page and the similarity API use it alike)."""
-    order = list(range(len(it.sample.generated_cot)))
-    random.Random(f"{user.name}\0{it.dataset}\0{it.split}\0{it.sample.id}").shuffle(order)
-    return order
+def blind_alias(app: Any, user: User, it: Item, cid: str) -> str:
+    """The name of CoT ``cid`` of sample ``it`` on ``user``'s pages and API during blind review: ``b-`` + 16 hex
+    digits of an HMAC keyed with the server's secret (over the user id, the sample and the CoT id).  The annotator
+    knows everything but the key, so neither the name nor the order (:func:`blind_order`) tells the model or the
+    file position: the id of a CoT from a file can name its model ("gpt4-0001"), and before, the shuffle was seeded
+    with the user and sample names only, which the annotator could recompute."""
+    msg = "\0".join((str(user.id), it.dataset, it.split, it.sample.id, cid)).encode()
+    return "b-" + hmac.new(app.state.blind_key, msg, hashlib.sha256).hexdigest()[:16]
+
+
+def blind_order(app: Any, user: User, it: Item) -> list[int]:
+    """The file positions of the sample's CoTs in the order ``user`` sees them during blind review: sorted by their
+    :func:`blind_alias`, so shuffled with the server's secret and the same on every visit (the page, its data and
+    the similarity API use it alike)."""
+    names = [blind_alias(app, user, it, cid) for cid in it.cot_ids]
+    return sorted(range(len(names)), key=names.__getitem__)
+
+
+def real_cot_id(request: Request, user: User, it: Item, shown: str) -> str:
+    """The CoT id behind ``shown``: during blind review ``shown`` must be one of the user's aliases (a file's own id
+    is not taken then: the reply would pair it with its alias); an unknown one gives "" (not found)."""
+    if not blind(request, user):
+        return shown
+    return next((cid for cid in it.cot_ids if blind_alias(request.app, user, it, cid) == shown), "")
 
 
 def _renumber(sim: dict[str, Any], shown: dict[int, int]) -> dict[str, Any]:
@@ -314,17 +333,17 @@ def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Fil
     others = [r for r in rows if r.annotator != user.name]
     cots = []
     state: dict[str, dict[str, Any]] = {}
-    for i, c in enumerate(x.generated_cot):
-        cid = cot_id(c, i)
+    for i, (cid, c) in enumerate(zip(it.cot_ids, x.generated_cot, strict=True)):
         mine = {r.key: r.value for r in own if r.ref.cot_id == cid}
-        state[cid] = mine
+        shown_id = blind_alias(request.app, user, it, cid) if is_blind else cid
+        state[shown_id] = mine
         steps = mine.get(STEP_KEY) or {}
         segs = segments(c.cot or "")
         n_steps = sum(1 for seg in segs if seg.index >= 0)
         labels = (list(steps.get("labels") or []) + [None] * n_steps)[:n_steps]
         cots.append({
             "index": i,
-            "id": cid,
+            "id": shown_id,
             "model": "" if is_blind else ("unknown model" if c.model is None else model_name(c)),
             "trigger": "" if is_blind else (c.cot_trigger or ""),
             "instruction": "" if is_blind else (c.instruction or ""),
@@ -340,7 +359,7 @@ def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Fil
         })
     similarity = _similarity(request, it)
     if is_blind:  # each annotator their own order of this sample's CoTs, the same on every visit
-        cots = [cots[i] for i in blind_order(user, it)]
+        cots = [cots[i] for i in blind_order(request.app, user, it)]
         similarity = _renumber(similarity, {c["index"]: shown for shown, c in enumerate(cots)})
         for shown, c in enumerate(cots):  # the page names CoTs by shown position, never by file position
             c["index"] = shown
@@ -367,9 +386,12 @@ def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Fil
         "next": _sample_href(next_it, f) if next_it else None,
     }
     letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    choices = [{"letter": letters[i] if i < 26 else str(i + 1), "text": ch, "gold": ch in x.answer} for i, ch in enumerate(x.choices)]
+    show_gold = not is_blind or settings.blind_show_gold  # the gold answer tells which CoTs are right
+    choices = [{"letter": letters[i] if i < 26 else str(i + 1), "text": ch, "gold": show_gold and ch in x.answer}
+               for i, ch in enumerate(x.choices)]
     return render(
         request, "sample.html", user, it=it, x=x, cots=cots, choices=choices, labels=settings.labels, page_data=page_data,
+        show_gold=show_gold,
         position=(pos + 1) if pos is not None else None, total=len(items), blind=is_blind,
         back="/samples" + ("?" + urlencode(f.query()) if f.query() else ""),
     )
@@ -429,11 +451,29 @@ class AnnotationIn(CotIn):
     value: bool | str | None = None
 
 
+def _api_ref(request: Request, user: User, body: CotIn) -> CotRef:
+    """The CoT a request names (during blind review by its alias, :func:`blind_alias`)."""
+    data = served_data(request)
+    it = data.item(body.dataset, body.split, body.sample_id)
+    return data.cot_ref(body.dataset, body.split, body.sample_id, real_cot_id(request, user, it, body.cot_id))
+
+
+def _api_row(request: Request, user: User, row: Any, is_blind: bool | None = None) -> dict[str, Any] | None:
+    """An annotation row as the API returns it: during blind review with the CoT's alias instead of its id."""
+    if row is None:
+        return None
+    out = row.to_dict()
+    if blind(request, user) if is_blind is None else is_blind:
+        it = served_data(request).index.get((row.ref.dataset, row.ref.split, row.ref.sample_id))
+        out["cot_id"] = blind_alias(request.app, user, it, row.ref.cot_id) if it is not None else ""
+    return out
+
+
 @api.put("/annotation")
 def put_annotation(request: Request, body: AnnotationIn, user: CurrentUser) -> dict[str, Any]:
     auth.require_writer(user)
-    data, db = served_data(request), annotation_db(request)
-    ref = data.cot_ref(body.dataset, body.split, body.sample_id, body.cot_id)
+    db = annotation_db(request)
+    ref = _api_ref(request, user, body)
     labels = request.app.state.settings.labels
     key, value = body.key, body.value
     if key == "comment":
@@ -456,7 +496,7 @@ def put_annotation(request: Request, body: AnnotationIn, user: CurrentUser) -> d
         row = None
     else:
         row = db.upsert(ref, user.name, key, value)
-    return {"ok": True, "annotation": row.to_dict() if row else None}
+    return {"ok": True, "annotation": _api_row(request, user, row)}
 
 
 class StepIn(CotIn):
@@ -474,7 +514,7 @@ def put_step(request: Request, body: StepIn, user: CurrentUser) -> dict[str, Any
 
     auth.require_writer(user)
     data, db = served_data(request), annotation_db(request)
-    ref = data.cot_ref(body.dataset, body.split, body.sample_id, body.cot_id)
+    ref = _api_ref(request, user, body)
     n_steps = len(sentences(data.cot(ref).cot or ""))
     if body.step >= n_steps:
         raise DataError(f"step {body.step} out of range: this CoT has {n_steps} steps", field="step")
@@ -489,7 +529,7 @@ def put_step(request: Request, body: StepIn, user: CurrentUser) -> dict[str, Any
         row = db.set_step(ref, user.name, n_steps, body.step, **change)
     except StoreError as e:
         raise DataError(str(e), field="step") from None
-    return {"ok": True, "annotation": row.to_dict()}
+    return {"ok": True, "annotation": _api_row(request, user, row)}
 
 
 @api.get("/annotations")
@@ -497,7 +537,8 @@ def get_annotations(request: Request, user: CurrentUser, dataset: str | None = N
                     sample_id: str | None = None, annotator: str | None = None) -> dict[str, Any]:
     rows = annotation_db(request).annotations(dataset=dataset, split=split, sample_id=sample_id,
                                     annotator=auth.visible_annotator(user, annotator))
-    return {"annotations": [r.to_dict() for r in rows]}
+    is_blind = blind(request, user)
+    return {"annotations": [_api_row(request, user, r, is_blind) for r in rows]}
 
 
 @api.delete("/annotations/{annotation_id}")
@@ -519,5 +560,5 @@ def similarity(request: Request, path: str, user: CurrentUser) -> dict[str, Any]
     it = served_data(request).resolve(path)
     sim = _similarity(request, it)
     if blind(request, user):
-        sim = _renumber(sim, {i: shown for shown, i in enumerate(blind_order(user, it))})
+        sim = _renumber(sim, {i: shown for shown, i in enumerate(blind_order(request.app, user, it))})
     return sim
