@@ -52,3 +52,20 @@ def test_star_run_finds_a_config_by_name_outside_a_checkout(tmp_path: Path) -> N
                        cwd=tmp_path, timeout=120)
     assert p.returncode == 1, p.stderr
     assert p.stderr.startswith(f"error: {CONFIGS_DIR / 'arithmetic_fresh.yaml'}: invalid STaR config") and "batch_size" in p.stderr
+
+
+@pytest.mark.parametrize("name", ["base", "issue20_base"])
+def test_the_bootstrap_base_recipes_are_valid(name: str) -> None:
+    from thoughtsource.star.base import BaseConfig
+
+    cfg = BaseConfig.from_file(REPO / "configs" / "star" / "bootstrap" / f"{name}.yaml")
+    cfg.make_task()
+    # today's recipe trains until its range is learnt; issue 20's, kept to reproduce experiment 4, had no gate
+    assert (cfg.gate.every > 0) is (name == "base")
+
+
+@pytest.mark.parametrize("name", ["run", "issue20_run"])
+def test_the_bootstrap_run_recipes_are_valid(name: str) -> None:
+    from thoughtsource.config import read_yaml_mapping
+
+    StarConfig.model_validate(read_yaml_mapping(REPO / "configs" / "star" / "bootstrap" / f"{name}.yaml", "a mapping"))
