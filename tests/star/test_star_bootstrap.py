@@ -1,27 +1,37 @@
-"""The STaR loop's mechanism, end to end, on a from-scratch base built in the test: two iterations on the CPU.
+"""The STaR loop's mechanism, end to end on the CPU: two iterations from a committed base built by ``star base``.
 
-What this proves, on any machine of this kind (the float kernels of the CPU may differ; nothing here depends on
-where a fixed number of steps happens to land):
+The base (``tests/star/fixtures/bootstrap_base/``: a 0.37M-parameter RoPE model, 1.5 MB, with its loss and dev
+curves) was built by ``thoughtsource star base`` from the recipe in its ``thoughtsource_base.json``: 1-2-digit sums
+in quantity (k = 2) and 7 % 3-digit ones, trained until its range was learnt.  Where a small model's training
+lands near a phase transition depends on the CPU's float kernels: built in the test, such a base solved 1.5 % to
+49 % of the 3-digit problems over six builds (three seeds, this CPU's kernels and AVX2's), and STaR lifted it from
+near zero not at all in one build of six.  A committed base takes that out: the STaR iterations that run here
+start from the same weights on every machine.  It was chosen on dev (3-digit dev accuracy between 30 % and 60 %),
+and ``test_the_recipe_rebuilds_a_base_that_passes_the_gate`` rebuilds it from its recipe on this machine and
+checks the gate (not the weights, which differ between CPUs).
 
-* ``star base`` trains until its range is learnt: the gate stopped it at a dev check where every digit count of
-  its range (1-2 digits, k = 2) is solved >= 90 % of the time, and its loss and dev curves are kept beside it;
-* the precondition of bootstrapping holds: the base solves its range and a few, not all, k+1 = 3-digit problems
-  (3-digit gold scratchpads are a small share of its data, so it can do something there);
-* iteration 2's training records are the model's own judged generations: each completion is the text that
-  M_1 generated for that problem (zero-shot, or with the hint for a rationalization), each reaches the right
-  answer, and no training prompt carries the hint, so no gold scratchpad the model did not write is trained on;
+What the tests prove, on any machine of this kind:
+
+* ``star base`` trains until its range is learnt: the gate stopped the build at a dev check where every digit
+  count of its range is solved >= 90 % of the time, and its curves are kept beside it (and a rebuild here does
+  the same);
+* the precondition of bootstrapping holds: the base solves its range and some, not most, k+1 = 3-digit problems;
+* each iteration's training records are the model's own judged generations: each completion is the text that
+  M_{n-1} generated for that problem (zero-shot, or with the hint for a rationalization), each reaches the right
+  answer (judged again here), every judged-right generation is kept once, and no training prompt carries the
+  hint, so no gold scratchpad the model did not write is trained on;
 * iteration 2 trains from the base, not from iteration 1: training the base again on iteration 2's records with
   the run's own settings gives exactly M_2's weights (training is deterministic on one CPU thread);
-* the loop lifts 3-digit test accuracy past iteration 0's Wilson 95 % interval by ``MARGIN`` (paired McNemar p
-  < 0.001), at the iteration dev chooses.
+* the loop lifts 3-digit test accuracy past iteration 0's Wilson 95 % interval by ``MARGIN`` at the iteration
+  dev chooses, paired McNemar p < 0.001.
 
-What it does not prove: that STaR lifts digit counts never seen in gold (docs/star-results.md does that with a
-larger base), nor anything about pretrained models or GPUs.  Each guard above was checked by breaking the loop
-on purpose (the closing note of issue 29): removing the answer filter, training from M_{n-1}, and mixing gold
-scratchpads into the records each make a test here fail.
+What they do not prove: that STaR lifts digit counts never seen in gold (3-digit gold is in the base's data;
+docs/star-results.md does that with a larger base), nor anything about pretrained models or GPUs.  Each guard
+was checked by breaking the loop on purpose (the closing note of issue 29): removing the answer filter, training
+from M_{n-1}, and mixing gold scratchpads into the records each make a test here fail.
 
-``MARGIN`` was chosen on dev, not test: over the pilot runs of this recipe (seeds 0-2, this CPU's kernels and
-AVX2's; docs/benchmarks.md), 3-digit dev accuracy rose from iteration 0 to the dev-chosen iteration by at least
+``MARGIN`` was chosen on dev, not test: over the pilot runs from this base (this CPU's kernels and AVX2's), 3-digit
+dev accuracy at the dev-chosen iteration rose past the upper end of iteration 0's dev interval by at least
 ``MIN_DEV_RISE``; the margin is half of that.
 """
 
@@ -29,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,23 +59,11 @@ from thoughtsource.star.tasks.arithmetic import ArithmeticTask
 # far more on a loaded one
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
 
-TASK = {
-    "min_digits": 1,
-    "max_digits": 3,
-    "scratchpad": "compact",
-    "n_test_per_digit": 200,
-    "n_dev_per_digit": 50,
-    "pool_size": 12000,
-    "per_iteration": 3200,
-}
-BASE = {
-    "task_options": TASK,
-    "architecture": {"layers": 3, "width": 96, "heads": 3, "intermediate": 288, "positions": "rope"},
-    "data": {"digits": [1, 2], "examples": 8000, "extra": {3: 0.07}, "hint_share": 0.2},
-    "training": {"steps": 3000, "batch_size": 32, "lr": 1.0e-3, "lr_scheduler": "constant_with_warmup", "warmup_steps": 30,
-                 "checkpoint_every": 0},
-    "gate": {"every": 50, "share": 0.9},
-}
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "star" / "fixtures" / "bootstrap_base"
+RECIPE: dict[str, Any] = json.loads((FIXTURE / "thoughtsource_base.json").read_text())["config"]
+TASK: dict[str, Any] = RECIPE["task_options"]
+SEED = 1
 RUN = {
     "task": "arithmetic",
     "task_options": TASK,
@@ -75,19 +74,20 @@ RUN = {
     "lr": 1.0e-3,
     "lr_scheduler": "cosine",
     "weight_decay": 0.1,
-    "seed": 0,
+    "seed": SEED,
     "checkpoint_every": 0,
     "keep_checkpoints": True,
     "generation": {"engine": "transformers", "batch_size": 256},
 }
 K_PLUS_1 = "3-digit"
-#: the smallest rise of 3-digit dev accuracy (iteration 0 -> dev-chosen iteration) over the pilot runs
+#: the smallest rise of 3-digit dev accuracy past iteration 0's dev interval (upper end), at the dev-chosen
+#: iteration, over the pilot runs from this base
 MIN_DEV_RISE = 0.30
 #: the rise the test demands on test: the chosen iteration's accuracy at least this far above the upper end of
 #: iteration 0's Wilson 95 % interval (n = 200); half the smallest rise seen on dev
 MARGIN = MIN_DEV_RISE / 2
-#: the base must solve some k+1 problems but not most: bootstrapping needs room above and a foothold below
-K_PLUS_1_BASE_RANGE = (0.01, 0.6)
+#: the base must solve some k+1 problems but not most: bootstrapping needs a foothold below and room above
+K_PLUS_1_BASE_RANGE = (0.05, 0.6)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -97,62 +97,69 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """ROOT/base_0 (gated ``star base``) and ROOT/seed_0/star (two STaR iterations from it)."""
+    """ROOT/base_<SEED> (the committed base) and ROOT/seed_<SEED>/star (two STaR iterations from it)."""
     root = tmp_path_factory.mktemp("bootstrap")
-    (root / "base.yaml").write_text(yaml.safe_dump(BASE))
-    p = _cli("star", "base", "--config", str(root / "base.yaml"), "--out", str(root / "base_0"), "--seed", "0", "--threads", "1",
+    shutil.copytree(FIXTURE, root / f"base_{SEED}")
+    (root / "run.yaml").write_text(yaml.safe_dump({**RUN, "model": str(root / f"base_{SEED}")}))
+    p = _cli("star", "run", "--config", str(root / "run.yaml"), "--out", str(root / f"seed_{SEED}" / "star"), "--threads", "1",
              "--json")
-    assert p.returncode == 0, p.stderr[-3000:]
-    (root / "run.yaml").write_text(yaml.safe_dump({**RUN, "model": str(root / "base_0")}))
-    p = _cli("star", "run", "--config", str(root / "run.yaml"), "--out", str(root / "seed_0" / "star"), "--threads", "1", "--json")
     assert p.returncode == 0, p.stderr[-3000:]
     return root
 
 
-def _base_info(root: Path) -> dict[str, Any]:
-    return json.loads((root / "base_0" / "thoughtsource_base.json").read_text())
+def _check_gate(base: Path, info: dict[str, Any]) -> None:
+    """The gate stopped the build at a dev check where the range was learnt, before the cap; the curves are there."""
+    every, cap = info["config"]["gate"]["every"], info["config"]["training"]["steps"]
+    assert info["k"] == 2 and info["learnt_range"]
+    learnt_at = info["gate"]["learnt_at_step"]
+    assert learnt_at is not None and learnt_at % every == 0 and info["training"]["global_step"] == learnt_at < cap
+    for g in ("1-digit", "2-digit"):
+        c, n = info["dev_correct_by_group"][g]
+        assert n < 10 or c >= 0.9 * n, (g, c, n)
+    dev_curve = [json.loads(line) for line in (base / "dev_curve.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in dev_curve] == list(range(every, learnt_at + 1, every))
+    assert [r["learnt"] for r in dev_curve] == [False] * (len(dev_curve) - 1) + [True]
+    losses = [json.loads(line) for line in (base / "train_metrics.jsonl").read_text().splitlines()]
+    assert sum("loss" in r for r in losses) >= learnt_at // 10 - 1  # logged every 10 steps
+    assert (base / "curves.png").stat().st_size > 10_000
 
 
 def _rows(path: Path) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in json.loads(path.read_text())["rows"]} if path.is_file() else {}
 
 
-def test_the_base_trains_until_its_range_is_learnt_and_keeps_its_curves(experiment: Path) -> None:
-    info = _base_info(experiment)
-    assert info["k"] == 2 and info["learnt_range"]
-    gate = info["gate"]
-    # stopped by the gate, at a check, before the cap
-    assert gate["learnt_at_step"] is not None and gate["learnt_at_step"] % 50 == 0
-    assert info["training"]["global_step"] == gate["learnt_at_step"] < BASE["training"]["steps"]
-    for g in ("1-digit", "2-digit"):
-        c, n = info["dev_correct_by_group"][g]
-        assert n < 10 or c >= 0.9 * n, (g, c, n)
-    base = experiment / "base_0"
-    dev_curve = [json.loads(line) for line in (base / "dev_curve.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in dev_curve] == list(range(50, gate["learnt_at_step"] + 1, 50))
-    assert [r["learnt"] for r in dev_curve] == [False] * (len(dev_curve) - 1) + [True]
-    losses = [json.loads(line) for line in (base / "train_metrics.jsonl").read_text().splitlines()]
-    assert sum("loss" in r for r in losses) >= gate["learnt_at_step"] // 10 - 1  # logged every 10 steps
-    assert (base / "curves.png").stat().st_size > 10_000
+def test_the_committed_base_passed_the_gate_and_keeps_its_curves() -> None:
+    _check_gate(FIXTURE, json.loads((FIXTURE / "thoughtsource_base.json").read_text()))
+
+
+def test_the_recipe_rebuilds_a_base_that_passes_the_gate(tmp_path: Path) -> None:
+    """The committed base's recipe, built again on this machine: the gate passes here too (its weights and its
+    k+1 accuracy may differ from the committed ones: that is why the base is committed)."""
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(RECIPE))
+    p = _cli("star", "base", "--config", str(tmp_path / "base.yaml"), "--out", str(tmp_path / "base"), "--threads", "1", "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    info = json.loads(p.stdout)
+    assert info["config"] == RECIPE
+    _check_gate(tmp_path / "base", info)
 
 
 def test_the_base_meets_the_precondition_of_bootstrapping(experiment: Path) -> None:
     """Its range solved, k+1 neither impossible nor already solved: otherwise this test says so, rather than the
     bootstrap test failing on a base that could not bootstrap."""
     rep = bootstrap.report(experiment, need=1)
-    test0 = rep["seeds"]["0"]["star"]["test_by_iteration"]["0"]
+    test0 = rep["seeds"][str(SEED)]["star"]["test_by_iteration"]["0"]
     lo, hi = K_PLUS_1_BASE_RANGE
     acc = test0[K_PLUS_1]["accuracy"]
     if not lo <= acc <= hi:
         pytest.fail(f"precondition of bootstrapping not met: the base's {K_PLUS_1} test accuracy is {acc:.3f}, outside "
-                    f"[{lo}, {hi}] (its curves: {experiment / 'base_0' / 'curves.png'}); the recipe needs changing, not the loop")
-    assert test0["2-digit"]["accuracy"] >= 0.85
+                    f"[{lo}, {hi}] (its curves: {FIXTURE / 'curves.png'}); the base needs changing, not the loop")
+    assert test0["2-digit"]["accuracy"] >= 0.8
 
 
 @pytest.mark.parametrize("n", [1, 2])
 def test_each_iteration_trains_on_the_models_own_judged_generations(experiment: Path, n: int) -> None:
     task = ArithmeticTask(**TASK)
-    run = experiment / "seed_0" / "star"
+    run = experiment / f"seed_{SEED}" / "star"
     d = run / f"iter_{n}"
     gen, rat = _rows(d / "generate.json"), _rows(d / "rationalize.json")
     problems = {p.id: p for p in task.train_problems(n, RUN["seed"])}
@@ -181,19 +188,19 @@ def test_each_iteration_trains_on_the_models_own_judged_generations(experiment: 
         assert n_rationalized > 0
     # the generations came from M_{n-1}
     model_path = json.loads((d / "generate.json").read_text())["model"]["path"]
-    assert (model_path == str(experiment / "base_0")) if n == 1 else model_path.endswith("iter_1/checkpoint")
+    assert (model_path == str(experiment / f"base_{SEED}")) if n == 1 else model_path.endswith("iter_1/checkpoint")
 
 
 def test_iteration_2_trains_from_the_base_not_from_iteration_1(experiment: Path, tmp_path: Path) -> None:
     """Train the base again on iteration 2's records with the run's own settings: exactly M_2's weights."""
-    run = experiment / "seed_0" / "star"
+    run = experiment / f"seed_{SEED}" / "star"
     script = (
         "import sys, torch; from thoughtsource.star.config import StarConfig; from thoughtsource.star.train import train;"
         "from thoughtsource.star.tasks.base import TrainingRecord; from thoughtsource.io import read_json; import json;"
         "torch.set_num_threads(1);"
         f"cfg = StarConfig.model_validate(read_json({str(run / 'config.json')!r}));"
         f"recs = [TrainingRecord(**json.loads(l)) for l in open({str(run / 'iter_2' / 'train.jsonl')!r})];"
-        f"train(cfg, {str(experiment / 'base_0')!r}, recs, cfg.steps.steps(2), {str(tmp_path / 'work')!r},"
+        f"train(cfg, {str(experiment / f'base_{SEED}')!r}, recs, cfg.steps.steps(2), {str(tmp_path / 'work')!r},"
         f" checkpoint={str(tmp_path / 'again')!r}, show_progress=False)"
     )
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=3000,
@@ -212,9 +219,9 @@ def test_iteration_2_trains_from_the_base_not_from_iteration_1(experiment: Path,
 
 def test_star_lifts_k_plus_1_accuracy_past_iteration_0(experiment: Path) -> None:
     rep = bootstrap.report(experiment, need=1)
-    star = rep["seeds"]["0"]["star"]
+    star = rep["seeds"][str(SEED)]["star"]
     assert star["k"] == 2 and star["iterations"] == [0, 1, 2]
-    run = experiment / "seed_0" / "star"
+    run = experiment / f"seed_{SEED}" / "star"
     metrics = json.loads((run / "metrics.json").read_text())
     # the iteration dev chooses (3-digit dev accuracy, ties: earliest), among the trained ones
     dev = {m["iteration"]: m["dev_correct_by_group"][K_PLUS_1] for m in metrics["iterations"]}
@@ -226,5 +233,5 @@ def test_star_lifts_k_plus_1_accuracy_past_iteration_0(experiment: Path) -> None
     # the kept-data audit counts the model's own correct rationales
     for kept in star["kept"]:
         assert 0 < kept["answer_correct"] <= kept["train_n"] and kept["verified"] <= kept["answer_correct"]
-    plot_digits(rep, "0", experiment / "digits.png")
+    plot_digits(rep, str(SEED), experiment / "digits.png")
     assert (experiment / "digits.png").stat().st_size > 0
