@@ -257,7 +257,8 @@ def _validation_message(err: ValidationError) -> tuple[str, str]:
 def parse_record(rec: Any, i: int, *, path: str | None, dataset: str, split: str, line: int | None = None) -> Sample:
     """One decoded sample record (the ``i``-th of its split) as a :class:`Sample`, or a :class:`DataError` naming the
     file, the dataset/split/record (its id, else ``#i``) and the field.  Every reader, in memory or streaming, uses it."""
-    rid = rec.get("id", f"#{i}") if isinstance(rec, dict) else f"#{i}"
+    rid = rec.get("id") if isinstance(rec, dict) else None
+    rid = f"#{i}" if rid is None else rid
     if not isinstance(rec, dict):
         raise DataError(
             f"expected a sample object, got {type(rec).__name__}", path=path, line=line, dataset=dataset, split=split,
