@@ -123,7 +123,7 @@ def _with_bad_record(examples_dir: Path, tmp_path: Path) -> tuple[Path, Path, st
 
 def test_malformed_record_in_the_middle_is_one_line_and_skippable(examples_dir: Path, tmp_path: Path):
     js, jl, rid = _with_bad_record(examples_dir, tmp_path)
-    for f, where in ((js, f"{js}: worldtree/train/{rid}: field 'type'"), (jl, f"{jl}:51: worldtree/train/{rid}: field 'type'")):
+    for f, where in ((js, f"{js}: worldtree/train/{rid} (#50): field 'type'"), (jl, f"{jl}:51: worldtree/train/{rid}: field 'type'")):
         for command in ("info", "validate", "convert"):
             args = [command, str(f)] + ([str(tmp_path / "out.jsonl"), "--to", "jsonl"] if command == "convert" else [])
             code, out, err = _run(*args)

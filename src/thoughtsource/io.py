@@ -254,11 +254,13 @@ def _validation_message(err: ValidationError) -> tuple[str, str]:
     return field, msg
 
 
-def parse_record(rec: Any, i: int, *, path: str | None, dataset: str, split: str, line: int | None = None) -> Sample:
+def parse_record(rec: Any, i: int, *, path: str | None, dataset: str, split: str, line: int | None = None,
+                 numbered: bool = False) -> Sample:
     """One decoded sample record (the ``i``-th of its split) as a :class:`Sample`, or a :class:`DataError` naming the
-    file, the dataset/split/record (its id, else ``#i``) and the field.  Every reader, in memory or streaming, uses it."""
+    file, the dataset/split/record (its id, else ``#i``; ``numbered``: its id and ``#i``, where no line says where it
+    is) and the field.  Every reader, in memory or streaming, uses it."""
     rid = rec.get("id") if isinstance(rec, dict) else None
-    rid = f"#{i}" if rid is None else rid
+    rid = f"#{i}" if rid is None else f"{rid} (#{i})" if numbered else rid
     if not isinstance(rec, dict):
         raise DataError(
             f"expected a sample object, got {type(rec).__name__}", path=path, line=line, dataset=dataset, split=split,
@@ -720,7 +722,7 @@ def _json_entries(events: Iterator[tuple[str, Any]], path: str, on_invalid: OnIn
                 where["record"] = f"#{i}"
                 rec = _build(item, ev, path)
                 try:
-                    sample = parse_record(rec, i, path=path, dataset=ds, split=split)
+                    sample = parse_record(rec, i, path=path, dataset=ds, split=split, numbered=True)
                 except DataError as e:
                     if on_invalid is None:
                         raise
