@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pydantic import ValidationError
 
@@ -583,6 +583,7 @@ class Entry(NamedTuple):
 
 
 OnInvalid = Callable[[DataError], None]
+T = TypeVar("T")
 
 
 def iter_samples(path: str | os.PathLike[str], *, on_invalid: OnInvalid | None = None) -> Iterator[tuple[str, str, Sample]]:
@@ -721,19 +722,25 @@ def _json_entries(events: Iterator[tuple[str, Any]], path: str, on_invalid: OnIn
             while (item := next(ev))[0] != "end_array":
                 where["record"] = f"#{i}"
                 rec = _build(item, ev, path)
-                try:
-                    sample = parse_record(rec, i, path=path, dataset=ds, split=split, numbered=True)
-                except DataError as e:
-                    if on_invalid is None:
-                        raise
-                    on_invalid(e)
-                else:
+                sample = _skippable(on_invalid, parse_record, rec, i, path=path, dataset=ds, split=split, numbered=True)
+                if sample is not None:
                     yield Entry(ds, split, sample, i)
                 i += 1
             where.pop("record", None)
     where.clear()
     for _ in ev:  # what follows the object: json.loads calls it 'Extra data'
         raise DataError("invalid JSON: extra data after the object", path=path)
+
+
+def _skippable(on_invalid: OnInvalid | None, parse: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+    """``parse(*args, **kwargs)``; a :class:`DataError` raises, or with ``on_invalid`` goes there and gives None."""
+    try:
+        return parse(*args, **kwargs)
+    except DataError as e:
+        if on_invalid is None:
+            raise
+        on_invalid(e)
+        return None
 
 
 SAMPLE_DEPTH = 3  # a sample is nested in the file's object, its dataset's object and its split's list
@@ -783,14 +790,9 @@ def _iter_jsonl(p: Path, on_invalid: OnInvalid | None) -> Iterator[Entry]:
             counts[key] = i + 1
             if not i:
                 yield Entry(ds, split, None)
-            try:
-                sample = parse_record(rec, i, path=path, dataset=ds, split=split, line=lineno)
-            except DataError as e:
-                if on_invalid is None:
-                    raise
-                on_invalid(e)
-                continue
-            yield Entry(ds, split, sample, i)
+            sample = _skippable(on_invalid, parse_record, rec, i, path=path, dataset=ds, split=split, line=lineno)
+            if sample is not None:
+                yield Entry(ds, split, sample, i)
     if not records:
         raise DataError(EMPTY_FILE, path=path)
 
@@ -827,12 +829,8 @@ def _iter_parquet(p: Path, on_invalid: OnInvalid | None) -> Iterator[Entry]:
                 break
             for rec in batch.to_pylist():
                 row += 1
-                try:
-                    entry = _parquet_entry(rec, row, path, counts)
-                except DataError as e:
-                    if on_invalid is None:
-                        raise
-                    on_invalid(e)
+                entry = _skippable(on_invalid, _parquet_entry, rec, row, path, counts)
+                if entry is None:
                     continue
                 if not entry.index:
                     yield Entry(entry.dataset, entry.split, None)
