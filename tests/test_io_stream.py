@@ -160,6 +160,22 @@ def test_json_syntax_error_names_line_column_and_sample(examples_dir: Path):
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize(("content", "expected"), [
+    (b'{"a": {"b": [', "a/b: invalid JSON: parse error: premature EOF"),
+    (b'{"a": {"b": [{"id": "\xff\xfe", "question": "q", "type": "text"}]}}', "a/b/#0: not UTF-8 text"),
+    (b'{"a": {"b": []}} extra', "invalid JSON: parse error: trailing garbage"),
+    (b'{"a": {"b": [\n  {"id": "1",, }\n]}}', ":2:14: a/b/#0: invalid JSON"),
+    (b'{"a": {"b": [' + b"[" * 100 + b"]" * 100 + b"]}}", "a/b/#0: JSON nested more than 100 levels deep"),
+    (b'{"a": [1]}', "a: expected an object {split: [samples]}, got list"),
+])
+def test_damaged_json_is_one_line(tmp_path: Path, content: bytes, expected: str):
+    f = tmp_path / "damaged.json"
+    f.write_bytes(content)
+    with pytest.raises(DataError) as e:
+        list(io.iter_samples(f))
+    assert str(e.value).startswith(str(f)) and expected in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
 def test_iter_samples_from_python(examples_dir: Path, tmp_path: Path):
     """The README's example: a sample at a time, from each format."""
     src = examples_dir / GPT35_RUN

@@ -654,7 +654,11 @@ def _iter_json(p: Path, on_invalid: OnInvalid | None) -> Iterator[Entry]:
         try:
             yield from _json_entries(ijson.basic_parse(fh, use_float=True), path, on_invalid, where)
         except ijson.JSONError as e:
-            first = str(e).strip().split("\n", 1)[0]  # yajl adds the text and a caret on more lines
+            text = e.args[0] if e.args else str(e)  # yajl's message is bytes at times, with the text and a caret
+            text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+            first = text.strip().split("\n", 1)[0]
+            if "UTF8" in first:
+                raise DataError("not UTF-8 text", path=path, **where) from None
             line, column = _locate_syntax_error(p)
             raise DataError(f"invalid JSON: {first}", path=path, line=line, column=column, **where) from None
 
@@ -721,7 +725,7 @@ def _json_entries(events: Iterator[tuple[str, Any]], path: str, on_invalid: OnIn
             i = 0
             while (item := next(ev))[0] != "end_array":
                 where["record"] = f"#{i}"
-                rec = _build(item, ev, path)
+                rec = _build(item, ev, path, where)
                 sample = _skippable(on_invalid, parse_record, rec, i, path=path, dataset=ds, split=split, numbered=True)
                 if sample is not None:
                     yield Entry(ds, split, sample, i)
@@ -746,8 +750,9 @@ def _skippable(on_invalid: OnInvalid | None, parse: Callable[..., T], *args: Any
 SAMPLE_DEPTH = 3  # a sample is nested in the file's object, its dataset's object and its split's list
 
 
-def _build(first: tuple[str, Any], ev: Iterator[tuple[str, Any]], path: str) -> Any:
-    """The value that starts with event ``first`` (a whole sample), from the events that follow."""
+def _build(first: tuple[str, Any], ev: Iterator[tuple[str, Any]], path: str, where: dict[str, Any]) -> Any:
+    """The value that starts with event ``first`` (a whole sample), from the events that follow; ``where``: the
+    sample's dataset, split and record, for an error."""
     import ijson
 
     event, value = first
@@ -761,7 +766,7 @@ def _build(first: tuple[str, Any], ev: Iterator[tuple[str, Any]], path: str) -> 
         if event in ("start_map", "start_array"):
             depth += 1
             if SAMPLE_DEPTH + depth > MAX_JSON_DEPTH:
-                raise DataError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep", path=path)
+                raise DataError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep", path=path, **where)
         elif event in ("end_map", "end_array"):
             depth -= 1
         builder.event(event, value)
