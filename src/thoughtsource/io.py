@@ -8,6 +8,9 @@ Parquet / Arrow layout (one table per dataset and split): typed columns for ever
 nested ``generated_cot`` → ``answers`` / ``annotations`` as lists of structs, and at each level an
 ``extra_json`` column holding, as JSON, the keys the schema does not know and any value that does not
 fit its column's type.  Reading merges ``extra_json`` back, so the round trip is lossless.
+
+Files larger than memory: :func:`iter_samples` / :func:`iter_entries` read any of the three formats a sample at a
+time, :func:`write_entries` writes a stream (``docs/large-files.md``).
 """
 
 from __future__ import annotations
