@@ -314,22 +314,44 @@ class Collection:
 
     def info(self) -> list[dict[str, Any]]:
         """Per dataset and split: samples, answer types, generated CoTs, annotations."""
-        rows = []
-        for d, splits in self._data.items():
-            for s, xs in splits.items():
-                types = Counter(x.type for x in xs)
-                rows.append(
-                    {
-                        "dataset": d,
-                        "split": s,
-                        "samples": len(xs),
-                        "types": ", ".join(f"{t} ({n})" if len(types) > 1 else t for t, n in types.most_common()),
-                        "reference_cots": sum(1 for x in xs if x.cot),
-                        "generated_cots": sum(len(x.generated_cot) for x in xs),
-                        "annotations": sum(len(c.annotations) for x in xs for c in x.generated_cot),
-                    }
-                )
-        return rows
+        return info_rows(io.data_entries(self._data))
+
+
+def info_rows(entries: Iterable[io.Entry]) -> list[dict[str, Any]]:
+    """:meth:`Collection.info` of streamed entries (``io.iter_entries``): one pass, memory per split, not per sample."""
+    groups: dict[str, dict[str, dict[str, Any]]] = {}
+    for e in entries:
+        splits = groups.setdefault(e.dataset, {})
+        if e.split is None:
+            continue
+        g = splits.get(e.split)
+        if g is None:
+            g = splits[e.split] = {"samples": 0, "types": Counter(), "reference_cots": 0, "generated_cots": 0,
+                                   "annotations": 0}
+        x = e.sample
+        if x is None:
+            continue
+        g["samples"] += 1
+        g["types"][x.type] += 1
+        g["reference_cots"] += bool(x.cot)
+        g["generated_cots"] += len(x.generated_cot)
+        g["annotations"] += sum(len(c.annotations) for c in x.generated_cot)
+    rows = []
+    for d, splits in groups.items():
+        for s, g in splits.items():
+            types: Counter[str] = g["types"]
+            rows.append(
+                {
+                    "dataset": d,
+                    "split": s,
+                    "samples": g["samples"],
+                    "types": ", ".join(f"{t} ({n})" if len(types) > 1 else t for t, n in types.most_common()),
+                    "reference_cots": g["reference_cots"],
+                    "generated_cots": g["generated_cots"],
+                    "annotations": g["annotations"],
+                }
+            )
+    return rows
 
 
 def _copy(model: M) -> M:

@@ -8,6 +8,9 @@ Parquet / Arrow layout (one table per dataset and split): typed columns for ever
 nested ``generated_cot`` → ``answers`` / ``annotations`` as lists of structs, and at each level an
 ``extra_json`` column holding, as JSON, the keys the schema does not know and any value that does not
 fit its column's type.  Reading merges ``extra_json`` back, so the round trip is lossless.
+
+Files larger than memory: :func:`iter_samples` / :func:`iter_entries` read any of the three formats a sample at a
+time, :func:`write_entries` writes a stream (``docs/large-files.md``).
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pydantic import ValidationError
 
@@ -253,6 +257,41 @@ def _validation_message(err: ValidationError) -> tuple[str, str]:
     return field, msg
 
 
+def parse_record(rec: Any, i: int, *, path: str | None, dataset: str, split: str, line: int | None = None,
+                 numbered: bool = False) -> Sample:
+    """One decoded sample record (the ``i``-th of its split) as a :class:`Sample`, or a :class:`DataError` naming the
+    file, the dataset/split/record (its id, else ``#i``; ``numbered``: its id and ``#i``, where no line says where it
+    is) and the field.  Every reader, in memory or streaming, uses it."""
+    rid = rec.get("id") if isinstance(rec, dict) else None
+    rid = f"#{i}" if rid is None else f"{rid} (#{i})" if numbered else rid
+    if not isinstance(rec, dict):
+        raise DataError(
+            f"expected a sample object, got {type(rec).__name__}", path=path, line=line, dataset=dataset, split=split,
+            record=str(rid),
+        )
+    try:
+        return Sample.model_validate(rec)
+    except ValidationError as e:
+        field, msg = _validation_message(e)
+        raise DataError(msg, path=path, line=line, dataset=dataset, split=split, record=str(rid), field=field) from None
+
+
+def record_problems(sample: Sample, i: int, dataset: str, split: str, seen: set[str]) -> list[str]:
+    """The semantic problems of one sample, and a duplicate id within its split (``seen``: the ids so far, updated)."""
+    problems = [f"{dataset}/{split}/{sample.id}: {p}" for p in semantic_problems(sample)]
+    if sample.id in seen:  # sample ids address samples (merging, the annotator's URLs): one per split
+        problems.append(f"{dataset}/{split}/{sample.id}: duplicate sample id (record #{i})")
+    seen.add(sample.id)
+    return problems
+
+
+def warn_problems(problems: list[str], count: int, path: str | None) -> None:
+    """Log ``count`` schema violations, showing the first 20 of ``problems``."""
+    shown = "\n".join(f"  - {p}" for p in problems[:20])
+    more = f"\n  ... and {count - 20} more" if count > 20 else ""
+    log.warning("%s: %d schema violation(s):\n%s%s", path or "data", count, shown, more)
+
+
 def parse_data(obj: Any, *, path: str | None = None, validate: bool = False, warn: bool = True) -> Data:
     """Turn the decoded ThoughtSource JSON structure into samples.
 
@@ -279,35 +318,16 @@ def parse_data(obj: Any, *, path: str | None = None, validate: bool = False, war
             samples: list[Sample] = []
             seen: set[str] = set()
             for i, rec in enumerate(records):
-                rid = rec.get("id", f"#{i}") if isinstance(rec, dict) else f"#{i}"
-                if not isinstance(rec, dict):
-                    raise DataError(
-                        f"expected a sample object, got {type(rec).__name__}",
-                        path=path,
-                        dataset=ds_name,
-                        split=split,
-                        record=str(rid),
-                    )
-                try:
-                    sample = Sample.model_validate(rec)
-                except ValidationError as e:
-                    field, msg = _validation_message(e)
-                    raise DataError(msg, path=path, dataset=ds_name, split=split, record=str(rid), field=field) from None
+                sample = parse_record(rec, i, path=path, dataset=ds_name, split=split)
                 if validate or warn:  # (not when no one reads them, e.g. Collection.merge's copy of its data)
-                    for p in semantic_problems(sample):
-                        problems.append(f"{ds_name}/{split}/{sample.id}: {p}")
-                    if sample.id in seen:  # sample ids address samples (merging, the annotator's URLs): one per split
-                        problems.append(f"{ds_name}/{split}/{sample.id}: duplicate sample id (record #{i})")
-                    seen.add(sample.id)
+                    problems.extend(record_problems(sample, i, ds_name, split, seen))
                 samples.append(sample)
             data[ds_name][split] = samples
     if problems:
         if validate:
             raise DataError(f"{len(problems)} schema violation(s)", path=path, problems=problems)
         if warn:
-            shown = "\n".join(f"  - {p}" for p in problems[:20])
-            more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-            log.warning("%s: %d schema violation(s):\n%s%s", path or "data", len(problems), shown, more)
+            warn_problems(problems, len(problems), path)
     return data
 
 
@@ -344,24 +364,32 @@ def load_jsonl(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
     records = 0
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=str(path), line=lineno) from None
-            if not line.strip():
+            rec = _jsonl_record(raw, lineno, str(path), first=not records)
+            if rec is None:
                 continue
-            if not records and looks_like_csv(line):
-                raise DataError(CSV_FILE, path=str(path))
             records += 1
-            rec = _decode(line, path=str(path), line=lineno)
-            if not isinstance(rec, dict) or "dataset" not in rec or "split" not in rec:
-                raise DataError("expected an object with 'dataset' and 'split' keys", path=str(path), line=lineno)
-            if not isinstance(rec["dataset"], str) or not isinstance(rec["split"], str):
-                raise DataError("'dataset' and 'split' must be names (strings)", path=str(path), line=lineno)
             obj.setdefault(rec.pop("dataset"), {}).setdefault(rec.pop("split"), []).append(rec)
     if not records:
         raise DataError(EMPTY_FILE, path=str(path))
     return parse_data(obj, path=str(path), validate=validate)
+
+
+def _jsonl_record(raw: bytes, lineno: int, path: str, *, first: bool) -> dict[str, Any] | None:
+    """One JSONL line decoded and checked to carry ``dataset`` and ``split`` names; None for a blank line."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)", path=path, line=lineno) from None
+    if not line.strip():
+        return None
+    if first and looks_like_csv(line):
+        raise DataError(CSV_FILE, path=path)
+    rec = _decode(line, path=path, line=lineno)
+    if not isinstance(rec, dict) or "dataset" not in rec or "split" not in rec:
+        raise DataError("expected an object with 'dataset' and 'split' keys", path=path, line=lineno)
+    if not isinstance(rec["dataset"], str) or not isinstance(rec["split"], str):
+        raise DataError("'dataset' and 'split' must be names (strings)", path=path, line=lineno)
+    return rec
 
 
 # --------------------------------------------------------------------------- Arrow / Parquet
@@ -476,12 +504,18 @@ def to_arrow(samples: list[Sample], dataset: str, split: str) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+def _row_record(row: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+    """A Parquet row as (dataset, split, the sample's record)."""
+    d = _from_row(row)
+    dataset, split = d.pop("dataset"), d.pop("split")
+    d["feedback"] = json.loads(d.pop("feedback_json") or "null")
+    return dataset, split, d
+
+
 def from_arrow(table: pa.Table) -> Data:
     data: Data = {}
     for row in table.to_pylist():
-        d = _from_row(row)
-        dataset, split = d.pop("dataset"), d.pop("split")
-        d["feedback"] = json.loads(d.pop("feedback_json") or "null")
+        dataset, split, d = _row_record(row)
         data.setdefault(dataset, {}).setdefault(split, []).append(Sample.model_validate(d))
     return data
 
@@ -532,3 +566,422 @@ def load_parquet(path: str | os.PathLike[str]) -> Data:
             for s, xs in splits.items():
                 data.setdefault(d, {}).setdefault(s, []).extend(xs)
     return data
+
+
+# --------------------------------------------------------------------------- streaming
+# Files larger than memory are read a sample at a time (ThoughtSource JSON with ijson's incremental parser, JSONL a
+# line at a time, Parquet a batch of rows at a time) and written as they come: memory does not grow with the number
+# of samples.  Every sample goes through the same parse_record / record_problems as the in-memory readers.
+PARQUET_BATCH = 256  # Parquet rows decoded at a time, and written per row group
+
+
+class Entry(NamedTuple):
+    """One item of a streamed file: a sample, or (``sample`` None) the first sight of a split (``split`` None: of a
+    dataset), so that empty splits and datasets survive a conversion.  ``index``: the sample's place in its split."""
+
+    dataset: str
+    split: str | None
+    sample: Sample | None
+    index: int = -1
+
+
+OnInvalid = Callable[[DataError], None]
+T = TypeVar("T")
+
+
+def iter_samples(path: str | os.PathLike[str], *, on_invalid: OnInvalid | None = None) -> Iterator[tuple[str, str, Sample]]:
+    """``(dataset, split, sample)`` of a ThoughtSource JSON, JSONL or Parquet file (or folder of Parquet shards), one at
+    a time and in file order, never the whole file in memory::
+
+        for dataset, split, sample in iter_samples("run.jsonl"):
+            print(dataset, split, sample.id, len(sample.generated_cot))
+
+    A malformed record raises a :class:`DataError` naming the file, the line (JSONL), row (Parquet) or the sample's
+    id or ``#index``, and the field; with ``on_invalid`` it is passed there instead and the record skipped (a JSON
+    syntax error cannot be skipped: the rest of the file cannot be read).
+    """
+    for e in iter_entries(path, on_invalid=on_invalid):
+        if e.sample is not None:
+            yield e.dataset, e.split or "", e.sample
+
+
+def iter_entries(path: str | os.PathLike[str], *, on_invalid: OnInvalid | None = None) -> Iterator[Entry]:
+    """The :class:`Entry` items of a file, opened by its extension as ``Collection.load`` does."""
+    p = Path(path)
+    check_input(p)
+    if p.is_dir() or p.suffix == ".parquet":
+        return _iter_parquet(p, on_invalid)
+    if p.suffix == ".jsonl":
+        return _iter_jsonl(p, on_invalid)
+    return _iter_json(p, on_invalid)
+
+
+def data_entries(data: Data) -> Iterator[Entry]:
+    """The :class:`Entry` items of data in memory, as :func:`iter_entries` gives those of its file."""
+    for d, splits in data.items():
+        yield Entry(d, None, None)
+        for s, xs in splits.items():
+            yield Entry(d, s, None)
+            for i, x in enumerate(xs):
+                yield Entry(d, s, x, i)
+
+
+def _open_input(p: Path) -> Any:
+    try:
+        return open(p, "rb")
+    except FileNotFoundError:
+        raise DataError("file not found", path=str(p)) from None
+    except OSError as e:
+        raise DataError(f"cannot read it: {e.strerror}", path=str(p)) from None
+
+
+_JSON_TYPES = {"start_map": "dict", "start_array": "list"}
+
+
+def _event_type(event: str, value: Any) -> str:
+    return _JSON_TYPES.get(event, type(value).__name__)
+
+
+def _iter_json(p: Path, on_invalid: OnInvalid | None) -> Iterator[Entry]:
+    import ijson
+
+    path = str(p)
+    with _open_input(p) as fh:
+        head = fh.read(4096)
+        if not head.strip():
+            raise DataError(EMPTY_FILE, path=path)
+        if looks_like_csv(head.decode("utf-8", "replace")):
+            raise DataError(CSV_FILE, path=path)
+        fh.seek(0)
+        where: dict[str, Any] = {}
+        try:
+            yield from _json_entries(ijson.basic_parse(fh, use_float=True), path, on_invalid, where)
+        except ijson.JSONError as e:
+            text = e.args[0] if e.args else str(e)  # yajl's message is bytes at times, with the text and a caret
+            text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+            first = text.strip().split("\n", 1)[0]
+            if "UTF8" in first:
+                raise DataError("not UTF-8 text", path=path, **where) from None
+            line, column = _locate_syntax_error(p)
+            raise DataError(f"invalid JSON: {first}", path=path, line=line, column=column, **where) from None
+
+
+LOCATE_LIMIT = 256 << 20  # bytes: a syntax error's line and column are found in files up to this size
+
+
+def _locate_syntax_error(p: Path) -> tuple[int | None, int | None]:
+    """The line and column of the first syntax error in JSON file ``p`` (yajl does not say): ijson's pure-Python
+    backend gives the character offset, read again up to it (slow, so only in files up to ``LOCATE_LIMIT``)."""
+    import re
+
+    import ijson
+
+    if p.stat().st_size > LOCATE_LIMIT:
+        return None, None
+    offset = None
+    with open(p, "rb") as fh:
+        try:
+            for _ in ijson.get_backend("python").basic_parse(fh):
+                pass
+        except ijson.JSONError as e:
+            m = re.search(r" at (\d+)$", str(e))
+            offset = int(m.group(1)) if m else None
+    if offset is None:
+        return None, None
+    line, column, left = 1, 1, offset
+    with open(p, encoding="utf-8", errors="replace", newline="") as fh:
+        while left and (chunk := fh.read(min(left, 1 << 20))):
+            left -= len(chunk)
+            newlines = chunk.count("\n")
+            line += newlines
+            column = len(chunk) - chunk.rfind("\n") if newlines else column + len(chunk)
+    return line, column
+
+
+def _json_entries(events: Iterator[tuple[str, Any]], path: str, on_invalid: OnInvalid | None,
+                  where: dict[str, Any]) -> Iterator[Entry]:
+    """``{dataset: {split: [sample, ...]}}`` from ijson's events; ``where`` tracks the place, for syntax errors."""
+    ev = iter(events)
+    event, value = next(ev, ("end", None))
+    if event != "start_map":
+        raise DataError(f"expected an object {{dataset: {{split: [samples]}}}}, got {_event_type(event, value)}", path=path)
+    while (item := next(ev))[0] != "end_map":
+        ds = item[1]
+        if not ds.strip():
+            raise DataError("a dataset name is empty", path=path)
+        where.clear()
+        where["dataset"] = ds
+        event, value = next(ev)
+        if event != "start_map":
+            raise DataError(f"expected an object {{split: [samples]}}, got {_event_type(event, value)}", path=path, dataset=ds)
+        yield Entry(ds, None, None)
+        while (item := next(ev))[0] != "end_map":
+            split = item[1]
+            if not split.strip():
+                raise DataError("a split name is empty", path=path, dataset=ds)
+            where["split"] = split
+            event, value = next(ev)
+            if event != "start_array":
+                raise DataError(f"expected a list of samples, got {_event_type(event, value)}", path=path, dataset=ds,
+                                split=split)
+            yield Entry(ds, split, None)
+            i = 0
+            while (item := next(ev))[0] != "end_array":
+                where["record"] = f"#{i}"
+                rec = _build(item, ev, path, where)
+                sample = _skippable(on_invalid, parse_record, rec, i, path=path, dataset=ds, split=split, numbered=True)
+                if sample is not None:
+                    yield Entry(ds, split, sample, i)
+                i += 1
+            where.pop("record", None)
+    where.clear()
+    for _ in ev:  # what follows the object: json.loads calls it 'Extra data'
+        raise DataError("invalid JSON: extra data after the object", path=path)
+
+
+def _skippable(on_invalid: OnInvalid | None, parse: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+    """``parse(*args, **kwargs)``; a :class:`DataError` raises, or with ``on_invalid`` goes there and gives None."""
+    try:
+        return parse(*args, **kwargs)
+    except DataError as e:
+        if on_invalid is None:
+            raise
+        on_invalid(e)
+        return None
+
+
+SAMPLE_DEPTH = 3  # a sample is nested in the file's object, its dataset's object and its split's list
+
+
+def _build(first: tuple[str, Any], ev: Iterator[tuple[str, Any]], path: str, where: dict[str, Any]) -> Any:
+    """The value that starts with event ``first`` (a whole sample), from the events that follow; ``where``: the
+    sample's dataset, split and record, for an error."""
+    import ijson
+
+    event, value = first
+    if event not in ("start_map", "start_array"):
+        return value
+    builder = ijson.ObjectBuilder()
+    builder.event(event, value)
+    depth = 1
+    while depth:
+        event, value = next(ev)
+        if event in ("start_map", "start_array"):
+            depth += 1
+            if SAMPLE_DEPTH + depth > MAX_JSON_DEPTH:
+                raise DataError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep", path=path, **where)
+        elif event in ("end_map", "end_array"):
+            depth -= 1
+        builder.event(event, value)
+    return builder.value
+
+
+def _iter_jsonl(p: Path, on_invalid: OnInvalid | None) -> Iterator[Entry]:
+    path = str(p)
+    counts: dict[tuple[str, str], int] = {}
+    records = 0
+    with _open_input(p) as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                rec = _jsonl_record(raw, lineno, path, first=not records)
+            except DataError as e:
+                if on_invalid is None or e.message == CSV_FILE:
+                    raise
+                records += 1
+                on_invalid(e)
+                continue
+            if rec is None:
+                continue
+            records += 1
+            key = (ds, split) = (rec.pop("dataset"), rec.pop("split"))
+            i = counts.get(key, 0)
+            counts[key] = i + 1
+            if not i:
+                yield Entry(ds, split, None)
+            sample = _skippable(on_invalid, parse_record, rec, i, path=path, dataset=ds, split=split, line=lineno)
+            if sample is not None:
+                yield Entry(ds, split, sample, i)
+    if not records:
+        raise DataError(EMPTY_FILE, path=path)
+
+
+def _iter_parquet(p: Path, on_invalid: OnInvalid | None) -> Iterator[Entry]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = sorted(p.rglob("*.parquet")) if p.is_dir() else [p]
+    if not files:
+        raise DataError("no .parquet files found", path=str(p))
+    counts: dict[tuple[str, str], int] = {}
+    for f in files:
+        path = str(f)
+        try:
+            pf = pq.ParquetFile(f)
+        except FileNotFoundError:
+            raise DataError("file not found", path=path) from None
+        except Exception as e:  # pyarrow raises several types for broken files
+            raise DataError(f"cannot read Parquet: {e}", path=path) from None
+        names = pf.schema_arrow.names
+        missing = [c for c in ("dataset", "split", "id") if c not in names]
+        if missing:
+            raise DataError(f"not a ThoughtSource Parquet file: no column {', '.join(missing)} (its columns: "
+                            f"{', '.join(names[:8]) or 'none'}{', ...' if len(names) > 8 else ''})", path=path)
+        row = 0
+        batches = pf.iter_batches(batch_size=PARQUET_BATCH)
+        while True:
+            try:
+                batch = next(batches, None)
+            except (pa.ArrowException, OSError) as e:
+                raise DataError(f"cannot read Parquet: {e}", path=path) from None
+            if batch is None:
+                break
+            for rec in batch.to_pylist():
+                row += 1
+                entry = _skippable(on_invalid, _parquet_entry, rec, row, path, counts)
+                if entry is None:
+                    continue
+                if not entry.index:
+                    yield Entry(entry.dataset, entry.split, None)
+                yield entry
+
+
+def _parquet_entry(rec: dict[str, Any], row: int, path: str, counts: dict[tuple[str, str], int]) -> Entry:
+    """Row ``row`` (from 1) of a Parquet file as an :class:`Entry`; a :class:`DataError` names the file and row."""
+    try:
+        ds, split, d = _row_record(rec)
+    except DataError as e:  # e.g. an extra_json value nested too deeply
+        raise DataError(e.message, path=path, line=row) from None
+    except (ValueError, TypeError, KeyError) as e:  # e.g. feedback_json that is not JSON
+        raise DataError(f"not a valid ThoughtSource Parquet row: {type(e).__name__}: {e}", path=path, line=row) from None
+    if not isinstance(ds, str) or not isinstance(split, str) or not ds.strip() or not split.strip():
+        raise DataError("'dataset' and 'split' must be names (strings)", path=path, line=row)
+    key = (ds, split)
+    i = counts.get(key, 0)
+    counts[key] = i + 1
+    return Entry(ds, split, parse_record(d, i, path=path, dataset=ds, split=split, line=row), i)
+
+
+def checked(entries: Iterable[Entry], *, path: str | None, validate: bool = False, warn: bool = True) -> Iterator[Entry]:
+    """``entries`` passed on, with each sample's semantic problems and duplicate ids gathered as :func:`parse_data`
+    does: at the end they raise (``validate``: all of them listed) or are logged (``warn``: a count and the first 20).
+    Memory: the sample ids of one split (to find duplicates) and the problems kept."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    problems: list[str] = []
+    count = 0
+    for e in entries:
+        if e.sample is not None and e.split is not None and (validate or warn):
+            found = record_problems(e.sample, e.index, e.dataset, e.split, seen.setdefault((e.dataset, e.split), set()))
+            count += len(found)
+            problems.extend(found if validate else found[: max(0, 20 - len(problems))])
+        yield e
+    if count:
+        if validate:
+            raise DataError(f"{count} schema violation(s)", path=path, problems=problems)
+        if warn:
+            warn_problems(problems, count, path)
+
+
+# --------------------------------------------------------------------------- streaming writes
+def write_entries(entries: Iterable[Entry], out: str | os.PathLike[str], fmt: str, indent: int = 2) -> tuple[int, list[Path]]:
+    """Write streamed entries as ThoughtSource JSON (``fmt`` "json"), JSONL ("jsonl") or a Parquet folder ("parquet"),
+    byte for byte as :func:`dump_json` / :func:`dump_jsonl` write (and row for row as :func:`dump_parquet`) the same
+    samples in memory.  Returns the number of samples and the files written (each atomically).
+
+    Samples are grouped by dataset and split in order of first appearance, as in memory: JSON and JSONL go through
+    one temp file per split next to ``out`` (a split's text is copied into place at the end), Parquet files are
+    written a row group at a time.
+    """
+    if fmt == "parquet":
+        return _write_parquet(entries, Path(out))
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.parent) as tmp:
+        spools: dict[str, dict[str, Any]] = {}  # dataset -> split -> spool file (None: no sample yet)
+        counts: dict[tuple[str, str], int] = {}
+        try:
+            for e in entries:
+                splits = spools.setdefault(e.dataset, {})
+                if e.split is None:
+                    continue
+                if e.split not in splits:
+                    splits[e.split] = open(Path(tmp) / f"{len(counts)}", "w", encoding="utf-8")  # noqa: SIM115
+                    counts[(e.dataset, e.split)] = 0
+                if e.sample is None:
+                    continue
+                fh = splits[e.split]
+                key = (e.dataset, e.split)
+                if fmt == "jsonl":
+                    fh.write(json.dumps({"dataset": e.dataset, "split": e.split, **e.sample.to_dict()}, ensure_ascii=False))
+                    fh.write("\n")
+                else:
+                    pad = " " * (indent * 3)
+                    text = json.dumps(e.sample.to_dict(), ensure_ascii=False, indent=indent)
+                    fh.write((",\n" if counts[key] else "") + pad + text.replace("\n", "\n" + pad))
+                counts[key] += 1
+                n += 1
+        finally:
+            for splits in spools.values():
+                for fh in splits.values():
+                    fh.close()
+        with atomic_write(out) as dst:
+            if fmt == "jsonl":
+                for splits in spools.values():
+                    for fh in splits.values():
+                        with open(fh.name, encoding="utf-8") as src:
+                            shutil.copyfileobj(src, dst, 1 << 20)
+            else:
+                _assemble_json(dst, spools, counts, indent)
+    return n, [out]
+
+
+def _assemble_json(dst: Any, spools: dict[str, dict[str, Any]], counts: dict[tuple[str, str], int], indent: int) -> None:
+    """``{dataset: {split: [...]}}`` as json.dump(indent=indent) lays it out, the samples' text copied from spools."""
+    one, two = " " * indent, " " * (2 * indent)
+    dst.write("{")
+    for di, (ds, splits) in enumerate(spools.items()):
+        dst.write(("," if di else "") + f"\n{one}{json.dumps(ds, ensure_ascii=False)}: {{")
+        for si, (split, fh) in enumerate(splits.items()):
+            dst.write(("," if si else "") + f"\n{two}{json.dumps(split, ensure_ascii=False)}: [")
+            if counts[(ds, split)]:
+                dst.write("\n")
+                with open(fh.name, encoding="utf-8") as src:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                dst.write(f"\n{two}")
+            dst.write("]")
+        dst.write(f"\n{one}}}" if splits else "}")
+    dst.write("\n}\n" if spools else "}\n")
+
+
+def _write_parquet(entries: Iterable[Entry], out_dir: Path) -> tuple[int, list[Path]]:
+    import pyarrow.parquet as pq
+
+    schema = _arrow_schema()
+    written: list[Path] = []
+    n = 0
+    with contextlib.ExitStack() as stack:
+        writers: dict[tuple[str, str], tuple[Any, list[Sample]]] = {}
+
+        def flush(key: tuple[str, str]) -> None:
+            writer, batch = writers[key]
+            if batch:
+                writer.write_table(to_arrow(batch, *key))
+                batch.clear()
+
+        for e in entries:
+            if e.split is None:
+                continue
+            key = (e.dataset, e.split)
+            if key not in writers:
+                path = out_dir / e.dataset / f"{e.split}.parquet"
+                fh = stack.enter_context(atomic_write(path, "wb"))
+                writers[key] = (stack.enter_context(pq.ParquetWriter(fh, schema)), [])
+                written.append(path)
+            if e.sample is not None:
+                writers[key][1].append(e.sample)
+                n += 1
+                if len(writers[key][1]) >= PARQUET_BATCH:
+                    flush(key)
+        for key in writers:
+            flush(key)
+    return n, written

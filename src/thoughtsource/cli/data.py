@@ -1,16 +1,41 @@
-"""``info``, ``validate`` and ``convert``: look at and convert ThoughtSource files."""
+"""``info``, ``validate`` and ``convert``: look at and convert ThoughtSource files.
+
+All three stream: a sample at a time (``io.iter_entries``), memory independent of the number of samples.
+"""
 
 from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from ..console import note, print_json, stdout
 
+if TYPE_CHECKING:
+    from ..errors import DataError
+
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout instead of a table.")
+SKIP_INVALID = typer.Option(False, "--skip-invalid", help="Go on past a malformed sample (skipped, and counted at the "
+                                                          "end) instead of stopping at it.")
+
+
+class Skipped:
+    """The malformed records a command went past (``--skip-invalid``): how many, and the first one's error."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: DataError | None = None
+
+    def __call__(self, error: DataError) -> None:
+        self.count += 1
+        self.first = self.first or error
+
+    def report(self) -> None:
+        if self.count:
+            note(f"skipped {self.count} invalid sample(s); the first: {self.first}")
 
 
 class Format(str, Enum):
@@ -22,11 +47,15 @@ class Format(str, Enum):
 def info(
     file: Path = typer.Argument(..., help="ThoughtSource JSON, JSONL or Parquet (file or folder)."),
     as_json: bool = JSON_OPTION,
+    skip_invalid: bool = SKIP_INVALID,
 ) -> None:
     """Datasets × splits with sample counts, answer types, generated CoTs and annotations."""
-    from ..collection import Collection
+    from ..collection import info_rows
+    from ..io import checked, iter_entries
 
-    rows = Collection.load(file).info()
+    skipped = Skipped()
+    rows = info_rows(checked(iter_entries(file, on_invalid=skipped if skip_invalid else None), path=str(file)))
+    skipped.report()
     if as_json:
         print_json({"file": str(file), "splits": rows})
         return
@@ -45,47 +74,46 @@ def info(
 
 
 def validate(
-    file: Path = typer.Argument(..., help="ThoughtSource JSON file to check strictly."),
+    file: Path = typer.Argument(..., help="ThoughtSource JSON, JSONL or Parquet to check strictly."),
     as_json: bool = typer.Option(False, "--json", help="The verdict as JSON on stdout: valid, samples, problems "
                                                       "(exit 1 when not valid, as without --json)."),
 ) -> None:
     """Strict check: structure and per-answer-type semantics; lists every violation."""
-    from ..collection import Collection
     from ..errors import DataError
+    from ..io import checked, iter_entries
 
     try:
-        c = Collection.load(file, validate=True)
+        samples = sum(e.sample is not None for e in checked(iter_entries(file), path=str(file), validate=True))
     except DataError as e:
         if not as_json:
             raise
         print_json({"file": str(file), "valid": False, "samples": None, "error": e.message, "problems": e.problems})
         raise typer.Exit(1) from None
     if as_json:
-        print_json({"file": str(file), "valid": True, "samples": len(c), "error": None, "problems": []})
+        print_json({"file": str(file), "valid": True, "samples": samples, "error": None, "problems": []})
         return
-    stdout.print(f"[green]ok[/]: {file}: {len(c)} samples, no schema violations", highlight=False)
+    stdout.print(f"[green]ok[/]: {file}: {samples} samples, no schema violations", highlight=False)
 
 
 def convert(
     file: Path = typer.Argument(..., help="Input: ThoughtSource JSON, JSONL or Parquet."),
     out: Path = typer.Argument(..., help="Output file (json/jsonl) or folder (parquet)."),
     to: Format = typer.Option(..., "--to", help="Output format."),
+    skip_invalid: bool = SKIP_INVALID,
 ) -> None:
     """Convert between ThoughtSource JSON, JSONL and Parquet (written atomically)."""
-    from ..collection import Collection
-    from ..io import check_out
+    from ..io import check_out, checked, iter_entries, write_entries
 
     check_out(out, folder=to is Format.parquet)
-    c = Collection.load(file)
+    skipped = Skipped()
+    entries = checked(iter_entries(file, on_invalid=skipped if skip_invalid else None), path=str(file))
+    fmt = {Format.parquet: "parquet", Format.jsonl: "jsonl", Format.thoughtsource_json: "json"}[to]
+    n, written = write_entries(entries, out, fmt)
+    skipped.report()
     if to is Format.parquet:
-        written = c.to_parquet(out)
         note(f"wrote {len(written)} Parquet file(s) under {out}")
-    elif to is Format.jsonl:
-        c.to_jsonl(out)
-        note(f"wrote {len(c)} samples to {out}")
     else:
-        c.dump(out)
-        note(f"wrote {len(c)} samples to {out}")
+        note(f"wrote {n} samples to {out}")
 
 
 def register(app: typer.Typer) -> None:

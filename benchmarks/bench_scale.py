@@ -1,0 +1,106 @@
+"""Files larger than memory: peak RSS and wall time of ``info``, ``validate`` and ``convert`` (streaming, issue 33)
+against the in-memory path they replaced (``Collection.load`` then the same work), in the same run.
+
+Inputs are built from the released GPT-3.5 run of ``thoughtsource_examples`` (its samples with new ids, real texts):
+``--kind cots`` as released (~3 generated CoTs of ~1 KB per sample), ``--kind traces`` with each CoT repeated to
+~20 KB like a reasoning model's thinking. The JSON file is written here; its JSONL and Parquet forms by the streaming
+``convert``. Every measurement is a fresh process under ``/usr/bin/time -f %M`` (the whole process's peak RSS).
+
+    python benchmarks/bench_scale.py --mb 200 --kind traces          # ~10,000 samples of 20 KB traces
+    python benchmarks/bench_scale.py --mb 200 --kind cots --skip-memory-path-over 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = "thoughtsource_examples/model_runs/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
+
+IN_MEMORY = {  # the code each command ran before it streamed
+    "info": "from thoughtsource.collection import Collection; Collection.load({f!r}).info()",
+    "validate": "from thoughtsource.collection import Collection; Collection.load({f!r}, validate=True)",
+    "convert": "from thoughtsource.collection import Collection; Collection.load({f!r}).to_jsonl({out!r})",
+}
+
+
+def build(src: Path, out: Path, mb: int, kind: str) -> int:
+    """A ThoughtSource JSON file of about ``mb`` MB from the samples of ``src``, one split per released split."""
+    obj = json.loads(src.read_text())
+    n = 0
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write("{")
+        groups = [(d, s, xs) for d, sp in obj.items() for s, xs in sp.items()]
+        per_group = (mb << 20) // len(groups)
+        for gi, (d, s, xs) in enumerate(groups):
+            fh.write(("," if gi else "") + f"\n{json.dumps(d)}: {{{json.dumps(s)}: [")
+            written = 0
+            while written < per_group:
+                x = dict(xs[n % len(xs)], id=f"{xs[n % len(xs)]['id']}-{n}")
+                if kind == "traces":
+                    x["generated_cot"] = [dict(c, cot=(c["cot"] + "\n") * max(1, 20_000 // max(1, len(c["cot"] or ""))))
+                                          for c in x["generated_cot"]]
+                text = ("," if written else "") + json.dumps(x, ensure_ascii=False)
+                fh.write(text)
+                written += len(text)
+                n += 1
+            fh.write("]}")
+        fh.write("}\n")
+    return n
+
+
+def measure(code: list[str]) -> tuple[float, float, bool]:
+    """(peak RSS in MB, wall seconds, finished) of one process."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    t = time.perf_counter()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", *code], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t
+    rss = int(p.stderr.strip().splitlines()[-1]) / 1024
+    return rss, wall, p.returncode == 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=int, default=100, help="size of the JSON input in MB")
+    ap.add_argument("--kind", choices=("cots", "traces"), default="traces")
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--skip-memory-path-over", type=int, default=4000,
+                    help="do not run the in-memory path on inputs over this many MB (it needs ~6x the file)")
+    args = ap.parse_args()
+    py = sys.executable
+    with tempfile.TemporaryDirectory(prefix="bench_scale.", dir=REPO.parent) as tmp:
+        work = Path(tmp)
+        js = work / "big.json"
+        t = time.perf_counter()
+        n = build(args.data / RUN, js, args.mb, args.kind)
+        print(f"built {js.stat().st_size / 1e6:.0f} MB, {n} samples ({args.kind}) in {time.perf_counter() - t:.1f} s")
+        inputs = {"json": js, "jsonl": work / "big.jsonl", "parquet": work / "pq"}
+        for fmt, path in (("jsonl", inputs["jsonl"]), ("parquet", inputs["parquet"])):
+            subprocess.run([py, "-m", "thoughtsource", "-q", "convert", str(js), str(path), "--to", fmt], check=True)
+        print("| input | command | streaming: peak RSS, wall | in memory: peak RSS, wall | time ratio |")
+        print("|---|---|---|---|---|")
+        for fmt, path in inputs.items():
+            size = sum(p.stat().st_size for p in path.rglob("*")) if path.is_dir() else path.stat().st_size
+            for command in ("info", "validate", "convert"):
+                out = work / "out.jsonl"
+                argv = [command, str(path)] + ([str(out), "--to", "jsonl"] if command == "convert" else [])
+                rss, wall, ok = measure([py, "-m", "thoughtsource", "-q", *argv])
+                assert ok, argv
+                mem = "not run (input too large)"
+                ratio = ""
+                if size / 1e6 <= args.skip_memory_path_over:
+                    m_rss, m_wall, m_ok = measure([py, "-c", IN_MEMORY[command].format(f=str(path), out=str(out))])
+                    mem = f"{m_rss:.0f} MB, {m_wall:.1f} s" if m_ok else f"failed ({m_rss:.0f} MB)"
+                    ratio = f"{wall / m_wall:.2f}" if m_ok else ""
+                print(f"| {fmt} ({size / 1e6:.0f} MB) | {command} | {rss:.0f} MB, {wall:.1f} s | {mem} | {ratio} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
