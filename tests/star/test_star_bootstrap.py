@@ -31,8 +31,8 @@ was checked by breaking the loop on purpose (the closing note of issue 29): remo
 from M_{n-1}, and mixing gold scratchpads into the records each make a test here fail.
 
 ``MARGIN`` was chosen on dev, not test: over the pilot runs from this base (this CPU's kernels and AVX2's), 3-digit
-dev accuracy at the dev-chosen iteration rose past the upper end of iteration 0's dev interval by at least
-``MIN_DEV_RISE``; the margin is half of that.
+dev accuracy at the dev-chosen iteration rose past the upper end of iteration 0's dev interval by ``MIN_DEV_RISE``;
+the margin is half of that.
 """
 
 from __future__ import annotations
@@ -81,8 +81,9 @@ RUN = {
 }
 K_PLUS_1 = "3-digit"
 #: the smallest rise of 3-digit dev accuracy past iteration 0's dev interval (upper end), at the dev-chosen
-#: iteration, over the pilot runs from this base
-MIN_DEV_RISE = 0.30
+#: iteration, over the pilot runs from this base: 24/50 (Wilson upper end 0.617) -> 50/50 at iteration 2, with this
+#: CPU's kernels and with AVX2's (docs/star-results.md, "The CI test")
+MIN_DEV_RISE = 0.38
 #: the rise the test demands on test: the chosen iteration's accuracy at least this far above the upper end of
 #: iteration 0's Wilson 95 % interval (n = 200); half the smallest rise seen on dev
 MARGIN = MIN_DEV_RISE / 2
