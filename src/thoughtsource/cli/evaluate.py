@@ -67,12 +67,14 @@ def evaluate(
         k_list = [int(k) for k in ks.split(",")] if ks else None
     except ValueError:
         raise ConfigError(f"--k: expected comma-separated integers, got {ks!r}") from None
-    from ..io import check_out
+    from ..io import FileSamples, check_out
 
     check_out(out or Path(f"{file.stem}_evaluation"), folder=True)
     if scored is not None:
         check_out(scored)
-    c = Collection.load(file)
+    # without --scored the file is read a sample at a time, twice (scoring, then the models for results.json), never
+    # held whole; --scored rewrites the file with the verdicts and loads it
+    c = Collection.load(file) if scored is not None else FileSamples(file)
     m = mode.value
     result = evaluate_frame(c, mode=m, ks=k_list)  # type: ignore[arg-type]
     out_dir = out or Path(f"{file.stem}_evaluation")
@@ -92,6 +94,7 @@ def evaluate(
     if scored is not None:
         from ..evaluate import set_correct_answers
 
+        assert isinstance(c, Collection)
         set_correct_answers(c, result, mode=m)  # type: ignore[arg-type]
         c.dump(scored)
         note(f"wrote the scored file to {scored}", highlight=False)

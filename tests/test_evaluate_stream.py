@@ -1,0 +1,109 @@
+"""``evaluate`` over a file read a sample at a time (``io.FileSamples``) gives the tables of the in-memory path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from thoughtsource.cli import app
+from thoughtsource.collection import Collection
+from thoughtsource.evaluate import Evaluation, evaluate_frame
+from thoughtsource.io import FileSamples
+
+runner = CliRunner()
+RUNS = "model_runs"
+GPT35_RUN = f"{RUNS}/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
+
+
+def _assert_same(a: Evaluation, b: Evaluation) -> None:
+    for name in ("answers", "accuracy", "majority", "sampling", "lengths", "reasoning", "by_length"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None), name
+        if x is not None:
+            pd.testing.assert_frame_equal(x, y, check_dtype=False, obj=name)
+    for m in a.extractions:
+        assert [e.value for e in a.extractions[m]] == [e.value for e in b.extractions[m]]
+
+
+def _real_files(examples_dir: Path) -> list[Path]:
+    files = sorted((examples_dir / RUNS).glob("*.json")) + sorted((examples_dir / "annotated").glob("*.json"))
+    return [f for f in files if any(c.answers for _, _, x in Collection.load(f).samples() for c in x.generated_cot)]
+
+
+def _self_consistency(src: Path, out: Path, copies: int = 4) -> Path:
+    """The released GPT-3.5 run with ``copies`` samples of every prompt: copy i of a CoT answers with the answer of
+    the CoT i places further in its split (real texts, votes that disagree), as a sampled run would."""
+    obj = json.loads(src.read_text())
+    for splits in obj.values():
+        for xs in splits.values():
+            cots = [c for x in xs for c in x["generated_cot"]]
+            at = 0
+            for x in xs:
+                new = []
+                for c in x["generated_cot"]:
+                    for i in range(copies):
+                        other = cots[(at + i) % len(cots)]
+                        new.append(dict(c, id=f"{c['id']}-{i}", answers=[dict(a, id=f"{a['id']}-{i}") for a in other["answers"]]))
+                    at += 1
+                x["generated_cot"] = new
+    out.write_text(json.dumps(obj))
+    return out
+
+
+def test_streamed_evaluate_equals_in_memory_on_every_real_run(examples_dir: Path) -> None:
+    files = _real_files(examples_dir)
+    assert len(files) >= 4
+    for f in files:
+        _assert_same(evaluate_frame(Collection.load(f)), evaluate_frame(FileSamples(f)))
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "parquet"])
+def test_streamed_self_consistency_equals_in_memory(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
+    """maj@k and pass@k score each question against its gold: over a re-read file the samples are new objects whose
+    ``id()`` is reused, so the gold must not be looked up by ``id(sample)`` (before, the streamed tables were wrong)."""
+    f = _self_consistency(examples_dir / GPT35_RUN, tmp_path / "sc.json")
+    if fmt != "json":
+        g = tmp_path / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
+        Collection.load(f).to_jsonl(g) if fmt == "jsonl" else Collection.load(f).to_parquet(g)
+        f = g
+    mem = evaluate_frame(Collection.load(f), ks=[1, 2, 3, 4])
+    assert not mem.majority.empty and mem.sampling is not None and not mem.sampling.empty
+    assert 0 < mem.majority["accuracy"].max() < 1
+    _assert_same(mem, evaluate_frame(FileSamples(f), ks=[1, 2, 3, 4]))
+
+
+def _outputs(folder: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in sorted(folder.iterdir()):
+        if p.suffix in (".csv", ".md"):
+            out[p.name] = p.read_text()
+        elif p.name == "results.json":
+            doc = json.loads(p.read_text())
+            doc.pop("date")
+            ours = doc["thoughtsource"]
+            ours.pop("date")
+            ours["config"].pop("out_dir")
+            ours["config"].pop("command")
+            out[p.name] = doc
+    return out
+
+
+def test_cli_streamed_evaluate_writes_what_the_in_memory_one_writes(examples_dir: Path, tmp_path: Path) -> None:
+    """``evaluate FILE`` streams; with ``--scored`` it loads the file (to rewrite it): the same tables and results.json."""
+    f = _self_consistency(examples_dir / GPT35_RUN, tmp_path / "sc.json", copies=3)
+    r = runner.invoke(app, ["evaluate", str(f), "--out", str(tmp_path / "streamed")])
+    assert r.exit_code == 0, r.output
+    r2 = runner.invoke(app, ["evaluate", str(f), "--out", str(tmp_path / "loaded"), "--scored", str(tmp_path / "s.json")])
+    assert r2.exit_code == 0, r2.output
+    def shown(output: str) -> list[str]:  # the tables printed, not the notes naming the folders written
+        return [line for line in output.splitlines() if "wrote" not in line and "streamed" not in line and "loaded" not in line]
+
+    assert "maj@k" in r.output and shown(r.output) == shown(r2.output)
+    streamed, loaded = _outputs(tmp_path / "streamed"), _outputs(tmp_path / "loaded")
+    assert {"accuracy.csv", "majority.csv", "sampling.csv", "answers.csv", "results.json"} <= set(streamed)
+    assert streamed == loaded
