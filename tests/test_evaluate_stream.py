@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +110,49 @@ def test_cli_streamed_evaluate_writes_what_the_in_memory_one_writes(examples_dir
     streamed, loaded = _outputs(tmp_path / "streamed"), _outputs(tmp_path / "loaded")
     assert {"accuracy.csv", "majority.csv", "sampling.csv", "answers.csv", "results.json"} <= set(streamed)
     assert streamed == loaded
+
+
+CAP_MB = 700  # address space of the whole process: the interpreter, pandas, numpy, matplotlib take ~460 MB of it
+
+
+@pytest.mark.slow
+def test_evaluate_finishes_under_a_memory_cap_on_a_file_three_times_larger(examples_dir: Path, tmp_path: Path) -> None:
+    """A JSON file of 2.1 GB (the released GPT-3.5 run's samples, new ids, each CoT repeated to ~30 KB like a reasoning
+    trace) is evaluated under RLIMIT_AS of 700 MB: every answer is scored and the tables are written.  What still grows
+    with the number of answers is the per-answer table (~2 KB an answer, see docs/large-files.md)."""
+    obj = json.loads((examples_dir / GPT35_RUN).read_text())
+    recs = [(d, s, x) for d, sp in obj.items() for s, xs in sp.items() for x in xs]
+    big = tmp_path / "big.json"
+    groups = sorted({(d, s) for d, s, _ in recs})
+    per_group = 3 * CAP_MB * (1 << 20) // len(groups)
+    n, answers, cots = 0, 0, 0
+    with open(big, "w", encoding="utf-8") as fh:  # {dataset: {split: [...]}}, one split per released split, in turn
+        fh.write("{")
+        for gi, (d, s) in enumerate(groups):
+            fh.write(("," if gi else "") + f'\n"{d}": {{"{s}": [')
+            mine = [x for dd, ss, x in recs if (dd, ss) == (d, s)]
+            written = 0
+            while written < per_group:
+                x = mine[n % len(mine)]
+                x = dict(x, id=f"{x['id']}-{n}", generated_cot=[
+                    dict(c, cot=(c["cot"] + "\n") * max(1, 30_000 // max(1, len(c["cot"] or "")))) for c in x["generated_cot"]])
+                answers += sum(len(c["answers"]) for c in x["generated_cot"])
+                cots += len(x["generated_cot"])
+                text = ("," if written else "") + json.dumps(x, ensure_ascii=False)
+                fh.write(text)
+                written += len(text)
+                n += 1
+            fh.write("]}")
+        fh.write("}\n")
+    assert big.stat().st_size > 3 * CAP_MB << 20
+    out = tmp_path / "ev"
+    prog = (f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({CAP_MB << 20}, {CAP_MB << 20}))\n"
+            f"from thoughtsource.cli import main; sys.argv = ['thoughtsource', 'evaluate', {str(big)!r}, '--out', {str(out)!r}]\n"
+            "main()")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # a BLAS thread pool reserves address space
+    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    assert sum(c["n"] for c in doc["thoughtsource"]["cells"] if c["mode"] == "strict") == answers
+    assert sum(m["cots"] for m in doc["thoughtsource"]["models"]) == cots
+    assert (out / "answers.csv").is_file() and (out / "accuracy.md").is_file()
