@@ -66,6 +66,7 @@ __all__ = [
     "reasoning_lengths",
     "reasoning_table",
     "sampling_table",
+    "scored_entries",
     "set_correct_answers",
     "wilson_interval",
     "wilson_intervals",
@@ -722,19 +723,37 @@ def evaluate(
 
 def set_correct_answers(collection: SampleSource, result: Evaluation, *, mode: Mode = "strict", overwrite: bool = True) -> int:
     """Write ``result``'s verdicts (``mode``) into ``Answer.correct_answer``; returns how many stored values changed."""
+    verdicts = _verdicts(result, mode)
+    return sum(_set_verdict(ans, *next(verdicts), overwrite) for *_, ans in _iter_answers(collection))
+
+
+def scored_entries(entries: Iterable[Any], result: Evaluation, *, mode: Mode = "strict", overwrite: bool = True) -> Iterator[Any]:
+    """:func:`set_correct_answers` over a stream: the :class:`~thoughtsource.io.Entry` items of the file ``result``
+    was computed from (in the same order), each sample with its verdicts set, for :func:`~thoughtsource.io.write_entries`."""
+    verdicts = _verdicts(result, mode)
+    for e in entries:
+        if e.sample is not None:
+            for cot in e.sample.generated_cot:
+                for ans in cot.answers:
+                    _set_verdict(ans, *next(verdicts), overwrite)
+        yield e
+
+
+def _verdicts(result: Evaluation, mode: Mode) -> Iterator[tuple[Any, Any]]:
     rows = result.answers.loc[result.answers["mode"] == mode, ["correct", "truncated"]]
-    verdicts = iter(zip(rows["correct"].tolist(), rows["truncated"].tolist(), strict=True))
+    return iter(zip(rows["correct"].tolist(), rows["truncated"].tolist(), strict=True))
+
+
+def _set_verdict(ans: Any, correct: Any, truncated: Any, overwrite: bool) -> int:
+    """Set one answer's ``correct_answer``; 1 if a stored value changed."""
+    if truncated:  # cut off mid-thought: no answer, not a wrong one
+        ans.correct_answer = None
+        return 0
+    ok = bool(correct)
     changed = 0
-    for _, _, _, _, _, ans in _iter_answers(collection):
-        correct, truncated = next(verdicts)
-        if truncated:  # cut off mid-thought: no answer, not a wrong one
-            ans.correct_answer = None
-            continue
-        ok = bool(correct)
-        if ans.correct_answer is None or overwrite:
-            if ans.correct_answer is not None and ans.correct_answer != ok:
-                changed += 1
-            ans.correct_answer = ok
+    if ans.correct_answer is None or overwrite:
+        changed = int(ans.correct_answer is not None and ans.correct_answer != ok)
+        ans.correct_answer = ok
     return changed
 
 

@@ -624,15 +624,25 @@ class FileSamples:
     def __init__(self, path: str | os.PathLike[str], idx_range: tuple[int, int] | None = None) -> None:
         self.path = Path(path)
         self.idx_range = idx_range
+        self._warned = False
         check_input(self.path)
+
+    def _samples(self) -> Iterator[tuple[str, str, Sample]]:
+        entries = iter_entries(self.path)
+        if not self._warned:  # the semantic problems Collection.load logs, once (not on every pass)
+            self._warned = True
+            entries = checked(entries, path=str(self.path), warn=True)
+        for e in entries:
+            if e.sample is not None:
+                yield e.dataset, e.split or "", e.sample
 
     def samples(self) -> Iterator[tuple[str, str, Sample]]:
         if self.idx_range is None:
-            yield from iter_samples(self.path)
+            yield from self._samples()
             return
         a, b = self.idx_range
         seen: dict[tuple[str, str], int] = {}
-        for d, s, sample in iter_samples(self.path):
+        for d, s, sample in self._samples():
             i = seen.get((d, s), 0)
             seen[(d, s)] = i + 1
             if i in range(a, b):
