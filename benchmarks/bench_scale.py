@@ -1,5 +1,5 @@
-"""Files larger than memory: peak RSS and wall time of ``info``, ``validate`` and ``convert`` (streaming, issue 33)
-against the in-memory path they replaced (``Collection.load`` then the same work), in the same run.
+"""Files larger than memory: peak RSS and wall time of ``info``, ``validate``, ``convert`` and ``evaluate`` (streaming,
+issue 33) against the in-memory path they replaced (``Collection.load`` then the same work), in the same run.
 
 Inputs are built from the released GPT-3.5 run of ``thoughtsource_examples`` (its samples with new ids, real texts):
 ``--kind cots`` as released (~3 generated CoTs of ~1 KB per sample), ``--kind traces`` with each CoT repeated to
@@ -8,6 +8,10 @@ Inputs are built from the released GPT-3.5 run of ``thoughtsource_examples`` (it
 
     python benchmarks/bench_scale.py --mb 200 --kind traces          # ~10,000 samples of 20 KB traces
     python benchmarks/bench_scale.py --mb 200 --kind cots --skip-memory-path-over 2000
+    python benchmarks/bench_scale.py --mb 200 --kind cots --commands evaluate
+
+``evaluate`` is measured as the same code on both paths (score every answer, results.json, the CSV and Markdown tables;
+no plots, nothing printed), over ``io.FileSamples`` (streaming) or ``Collection.load`` (in memory).
 """
 
 from __future__ import annotations
@@ -28,7 +32,17 @@ IN_MEMORY = {  # the code each command ran before it streamed
     "info": "from thoughtsource.collection import Collection; Collection.load({f!r}).info()",
     "validate": "from thoughtsource.collection import Collection; Collection.load({f!r}, validate=True)",
     "convert": "from thoughtsource.collection import Collection; Collection.load({f!r}).to_jsonl({out!r})",
+    "evaluate": "from thoughtsource.collection import Collection; c = Collection.load({f!r})\n{evaluate}",
 }
+EVALUATE = """from thoughtsource.evaluate import evaluate_frame, write_tables
+from thoughtsource.reporting.results import results_document, write_results
+r = evaluate_frame(c)
+write_results({ev!r} + '/results.json', results_document(r, c, file={f!r}, mode='strict', ks=None, out_dir={ev!r}))
+write_tables(r, {ev!r})"""
+STREAMING = {  # commands measured as code, not through the CLI
+    "evaluate": "from thoughtsource.io import FileSamples; c = FileSamples({f!r})\n{evaluate}",
+}
+COMMANDS = ("info", "validate", "convert", "evaluate")
 
 
 def build(src: Path, out: Path, mb: int, kind: str) -> int:
@@ -73,6 +87,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--skip-memory-path-over", type=int, default=4000,
                     help="do not run the in-memory path on inputs over this many MB (it needs ~6x the file)")
+    ap.add_argument("--commands", default=",".join(COMMANDS), help=f"comma-separated, of {', '.join(COMMANDS)}")
     args = ap.parse_args()
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="bench_scale.", dir=REPO.parent) as tmp:
@@ -88,15 +103,23 @@ def main() -> None:
         print("|---|---|---|---|---|")
         for fmt, path in inputs.items():
             size = sum(p.stat().st_size for p in path.rglob("*")) if path.is_dir() else path.stat().st_size
-            for command in ("info", "validate", "convert"):
+            for command in args.commands.split(","):
                 out = work / "out.jsonl"
-                argv = [command, str(path)] + ([str(out), "--to", "jsonl"] if command == "convert" else [])
-                rss, wall, ok = measure([py, "-m", "thoughtsource", "-q", *argv])
+                ev = work / "ev"
+                ev.mkdir(exist_ok=True)
+                fill = {"f": str(path), "out": str(out), "ev": str(ev)}
+                code = EVALUATE.format(**fill)
+                if command in STREAMING:
+                    argv = [py, "-c", STREAMING[command].format(evaluate=code, **fill)]
+                else:
+                    argv = [py, "-m", "thoughtsource", "-q", command, str(path)]
+                    argv += [str(out), "--to", "jsonl"] if command == "convert" else []
+                rss, wall, ok = measure(argv)
                 assert ok, argv
                 mem = "not run (input too large)"
                 ratio = ""
                 if size / 1e6 <= args.skip_memory_path_over:
-                    m_rss, m_wall, m_ok = measure([py, "-c", IN_MEMORY[command].format(f=str(path), out=str(out))])
+                    m_rss, m_wall, m_ok = measure([py, "-c", IN_MEMORY[command].format(evaluate=code, **fill)])
                     mem = f"{m_rss:.0f} MB, {m_wall:.1f} s" if m_ok else f"failed ({m_rss:.0f} MB)"
                     ratio = f"{wall / m_wall:.2f}" if m_ok else ""
                 print(f"| {fmt} ({size / 1e6:.0f} MB) | {command} | {rss:.0f} MB, {wall:.1f} s | {mem} | {ratio} |", flush=True)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,7 @@ __all__ = [
     "reasoning_lengths",
     "reasoning_table",
     "sampling_table",
+    "scored_entries",
     "set_correct_answers",
     "wilson_interval",
     "wilson_intervals",
@@ -208,9 +210,19 @@ class Evaluation:
         return {"accuracy": next(iter(per_model.values()), {})}
 
 
-def _iter_answers(collection: SampleSource) -> Iterable[tuple[str, str, Any, int, Any, Any]]:
+def _iter_answers(collection: SampleSource, golds: dict[tuple[str, str, str], Any] | None = None,
+                  length_rows: list[tuple[Any, ...]] | None = None) -> Iterable[tuple[str, str, Any, int, Any, Any]]:
+    """Every answer with its sample and CoT, in file order, in one pass over ``collection.samples()`` (a streamed
+    file's samples are new objects on every pass: nothing is keyed by ``id(sample)``).  ``golds`` gets each sample's
+    ``(type, gold, choices)`` and ``length_rows`` each CoT's :func:`reasoning_lengths` row, in the same pass."""
     for d, s, sample in collection.samples():
+        if golds is not None:
+            answered = any(cot.answers for cot in sample.generated_cot)
+            gold = sample_gold(sample) if answered else None
+            golds[(d, s, sample.id)] = (sample.type, gold, tuple(sample.choices))
         for ci, cot in enumerate(sample.generated_cot):
+            if length_rows is not None:
+                length_rows.append(_length_row(d, s, sample.id, ci, cot))
             for ans in cot.answers:
                 yield d, s, sample, ci, cot, ans
 
@@ -246,15 +258,15 @@ def evaluate_frame(
     }
     values: dict[str, list[Any]] = {m: [] for m in modes}
     extractions: dict[str, list[Extraction]] = {m: [] for m in modes}
-    gold_cache: dict[int, Any] = {}
-    cache: dict[tuple[Any, ...], Extraction] = {}
+    # (dataset, split, sample id) -> (type, gold): what maj@k and pass@k score against, read in this one pass (a
+    # sample without answers has gold None; a repeated id keeps its last sample, as a dict built over the file does)
+    golds: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+    length_rows: list[tuple[Any, ...]] = []
+    cache: _Memo = _Memo(MEMO_SIZE)
     nan = math.nan
-    for d, s, sample, ci, cot, ans in _iter_answers(collection):
+    for d, s, sample, ci, cot, ans in _iter_answers(collection, golds, length_rows):
         t = sample.type
-        key = id(sample)
-        if key not in gold_cache:
-            gold_cache[key] = (tuple(sample.choices), sample_gold(sample))
-        choices, gold = gold_cache[key]
+        _, gold, choices = golds[(d, s, sample.id)]
         text, source, thinking, truncated = _answer_source(cot, ans, think_tags)
         for k, v in zip(
             _META,
@@ -285,9 +297,9 @@ def evaluate_frame(
     answers.loc[answers["truncated"], "correct"] = False  # not scored: left out of every table (see _scored)
     answers["stored_correct"] = answers["stored_correct"].astype(object)
     accuracy = _accuracy_table(answers)
-    majority = _majority_table(answers, values, gold_cache, collection, ks)
-    sampling = sampling_table(answers, values, gold_cache, collection, ks)
-    lengths = reasoning_lengths(collection)
+    majority = _majority_table(answers, values, golds, ks)
+    sampling = sampling_table(answers, values, golds, ks)
+    lengths = _lengths_frame(length_rows)
     return Evaluation(answers=answers, accuracy=accuracy, majority=majority, mode=mode, extractions=extractions,
                       sampling=sampling, lengths=lengths, reasoning=reasoning_table(lengths),
                       by_length=accuracy_by_length(answers, lengths))
@@ -298,15 +310,20 @@ def reasoning_lengths(collection: SampleSource) -> pd.DataFrame:
     """One row per CoT: ``model``, ``reasoning_model`` (it has a reasoning record), ``tokens`` (the reasoning tokens
     that record counts; NaN without one), ``words`` (of the CoT, which is the reasoning of a reasoning model) and
     ``truncated`` (cut off mid-thought)."""
+    return _lengths_frame([_length_row(d, s, sample.id, ci, cot) for d, s, sample in collection.samples()
+                           for ci, cot in enumerate(sample.generated_cot)])
+
+
+def _length_row(d: str, s: str, sample_id: str, ci: int, cot: Any) -> tuple[Any, ...]:
+    info = reasoning_info(cot)
+    tokens = float(info.reasoning_tokens) if info is not None and info.reasoning_tokens > 0 else math.nan
+    return (d, s, sample_id, ci, model_name(cot.model), info is not None, tokens, len((cot.cot or "").split()),
+            bool(info is not None and info.truncated))
+
+
+def _lengths_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
     import pandas as pd
 
-    rows = []
-    for d, s, sample in collection.samples():
-        for ci, cot in enumerate(sample.generated_cot):
-            info = reasoning_info(cot)
-            tokens = float(info.reasoning_tokens) if info is not None and info.reasoning_tokens > 0 else math.nan
-            rows.append((d, s, sample.id, ci, model_name(cot.model), info is not None, tokens, len((cot.cot or "").split()),
-                         bool(info is not None and info.truncated)))
     return pd.DataFrame(rows, columns=["dataset", "split", "sample_id", "cot_index", "model", "reasoning_model", "tokens",
                                        "words", "truncated"])
 
@@ -386,6 +403,30 @@ def _answer_source(cot: Any, ans: Any, think_tags: tuple[str, str] | None) -> tu
     truncated = bool(info is not None and info.truncated) or (
         thinking is not None and not (text or "").strip() and info is None)
     return text, source, thinking, truncated
+
+
+#: The extraction memo keeps the most recently used texts only: over a file of long reasoning traces it would otherwise
+#: hold every text (extraction is a pure function of the key: the bound changes no result, only what is recomputed).
+MEMO_SIZE = 4096
+
+
+class _Memo(OrderedDict[tuple[Any, ...], Extraction]):
+    """A least-recently-used dict of at most ``size`` extractions."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def get(self, key: tuple[Any, ...], default: Any = None) -> Any:  # type: ignore[override]
+        e = super().get(key, default)
+        if e is not None:
+            self.move_to_end(key)
+        return e
+
+    def __setitem__(self, key: tuple[Any, ...], value: Extraction) -> None:
+        super().__setitem__(key, value)
+        if len(self) > self.size:
+            self.popitem(last=False)
 
 
 def _extract_memo(cache: dict[tuple[Any, ...], Extraction] | None, text: str | None, t: str, m: str,
@@ -493,8 +534,7 @@ def mean_over_datasets(accuracy: pd.DataFrame) -> pd.DataFrame:
 def _questions_by_mode(
     answers: pd.DataFrame,
     values: dict[str, list[Any]],
-    gold_cache: dict[int, Any],
-    collection: SampleSource,
+    golds: dict[tuple[str, str, str], tuple[Any, ...]],
     ks: Sequence[int] | None,
 ) -> Iterator[tuple[str, list[int], list[tuple[tuple[Any, ...], list[Any], list[bool], str, Any]]]]:
     """Per answer mode with some question sampled more than once: the ks to report (``ks``, or the defaults plus
@@ -504,7 +544,6 @@ def _questions_by_mode(
 
     if answers.empty:
         return
-    golds = {(d, s, x.id): (x.type, gold_cache.get(id(x), ((), None))[1]) for d, s, x in collection.samples()}
     for m, vals in values.items():
         sub = answers[answers["mode"] == m]
         series = pd.Series(vals, index=sub.index, dtype=object)
@@ -517,7 +556,7 @@ def _questions_by_mode(
         questions = []
         for gkey, ix in groups.items():
             labels = sub.index[ix]
-            t, gold = golds.get((gkey[0], gkey[1], gkey[-1]), (None, None))
+            t, gold = golds.get((gkey[0], gkey[1], gkey[-1]), (None, None, ()))[:2]
             questions.append((tuple(gkey[:-1]), series.loc[labels].tolist(),
                               [bool(x) for x in sub.loc[labels, "correct"].tolist()], t or "number", gold))
         yield m, wanted, questions
@@ -526,8 +565,7 @@ def _questions_by_mode(
 def _majority_table(
     answers: pd.DataFrame,
     values: dict[str, list[Any]],
-    gold_cache: dict[int, Any],
-    collection: SampleSource,
+    golds: dict[tuple[str, str, str], tuple[Any, ...]],
     ks: Sequence[int] | None,
 ) -> pd.DataFrame:
     import pandas as pd
@@ -535,7 +573,7 @@ def _majority_table(
     keys = [*COMBINATION, "mode", "k"]
     columns = [*keys, "n", "correct", "accuracy", "ci_low", "ci_high"]
     rows: list[tuple[Any, ...]] = []
-    for m, wanted, questions in _questions_by_mode(answers, values, gold_cache, collection, ks):
+    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks):
         agg: dict[tuple[Any, ...], list[int]] = {}
         for ckey, ordered, _, t, gold in questions:
             for k in wanted:
@@ -612,8 +650,7 @@ SAMPLING_COLUMNS = ["questions", "samples", "pass_at_k", "pass_ci_low", "pass_ci
 def sampling_table(
     answers: pd.DataFrame,
     values: dict[str, list[Any]],
-    gold_cache: dict[int, Any],
-    collection: SampleSource,
+    golds: dict[tuple[str, str, str], tuple[Any, ...]],
     ks: Sequence[int] | None,
     *,
     resamples: int = 200,
@@ -633,7 +670,7 @@ def sampling_table(
     keys = [*COMBINATION, "mode", "k"]
     columns = [*keys, *SAMPLING_COLUMNS]
     rows: list[tuple[Any, ...]] = []
-    for m, wanted, questions in _questions_by_mode(answers, values, gold_cache, collection, ks):
+    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks):
         per_cell: dict[tuple[Any, ...], dict[int, tuple[list[float], list[float], list[int]]]] = {}
         for ckey, ordered, correct, t, gold in questions:
             n, c = len(ordered), sum(correct)
@@ -686,19 +723,37 @@ def evaluate(
 
 def set_correct_answers(collection: SampleSource, result: Evaluation, *, mode: Mode = "strict", overwrite: bool = True) -> int:
     """Write ``result``'s verdicts (``mode``) into ``Answer.correct_answer``; returns how many stored values changed."""
+    verdicts = _verdicts(result, mode)
+    return sum(_set_verdict(ans, *next(verdicts), overwrite) for *_, ans in _iter_answers(collection))
+
+
+def scored_entries(entries: Iterable[Any], result: Evaluation, *, mode: Mode = "strict", overwrite: bool = True) -> Iterator[Any]:
+    """:func:`set_correct_answers` over a stream: the :class:`~thoughtsource.io.Entry` items of the file ``result``
+    was computed from (in the same order), each sample with its verdicts set, for :func:`~thoughtsource.io.write_entries`."""
+    verdicts = _verdicts(result, mode)
+    for e in entries:
+        if e.sample is not None:
+            for cot in e.sample.generated_cot:
+                for ans in cot.answers:
+                    _set_verdict(ans, *next(verdicts), overwrite)
+        yield e
+
+
+def _verdicts(result: Evaluation, mode: Mode) -> Iterator[tuple[Any, Any]]:
     rows = result.answers.loc[result.answers["mode"] == mode, ["correct", "truncated"]]
-    verdicts = iter(zip(rows["correct"].tolist(), rows["truncated"].tolist(), strict=True))
+    return iter(zip(rows["correct"].tolist(), rows["truncated"].tolist(), strict=True))
+
+
+def _set_verdict(ans: Any, correct: Any, truncated: Any, overwrite: bool) -> int:
+    """Set one answer's ``correct_answer``; 1 if a stored value changed."""
+    if truncated:  # cut off mid-thought: no answer, not a wrong one
+        ans.correct_answer = None
+        return 0
+    ok = bool(correct)
     changed = 0
-    for _, _, _, _, _, ans in _iter_answers(collection):
-        correct, truncated = next(verdicts)
-        if truncated:  # cut off mid-thought: no answer, not a wrong one
-            ans.correct_answer = None
-            continue
-        ok = bool(correct)
-        if ans.correct_answer is None or overwrite:
-            if ans.correct_answer is not None and ans.correct_answer != ok:
-                changed += 1
-            ans.correct_answer = ok
+    if ans.correct_answer is None or overwrite:
+        changed = int(ans.correct_answer is not None and ans.correct_answer != ok)
+        ans.correct_answer = ok
     return changed
 
 

@@ -616,6 +616,49 @@ def iter_entries(path: str | os.PathLike[str], *, on_invalid: OnInvalid | None =
     return _iter_json(p, on_invalid)
 
 
+class FileSamples:
+    """A file's samples, read again from disk on every pass (a :class:`~thoughtsource.schema.SampleSource` that never
+    holds the whole file): what ``evaluate`` scores a file with.  ``samples()`` is :func:`iter_samples`, restricted to
+    the index range in each split when one is given; ``data`` does load everything (for the callers that need it)."""
+
+    def __init__(self, path: str | os.PathLike[str], idx_range: tuple[int, int] | None = None) -> None:
+        self.path = Path(path)
+        self.idx_range = idx_range
+        self._warned = False
+        check_input(self.path)
+
+    def _samples(self) -> Iterator[tuple[str, str, Sample]]:
+        entries = iter_entries(self.path)
+        if not self._warned:  # the semantic problems Collection.load logs, once (not on every pass)
+            self._warned = True
+            entries = checked(entries, path=str(self.path), warn=True)
+        for e in entries:
+            if e.sample is not None:
+                yield e.dataset, e.split or "", e.sample
+
+    def samples(self) -> Iterator[tuple[str, str, Sample]]:
+        if self.idx_range is None:
+            yield from self._samples()
+            return
+        a, b = self.idx_range
+        seen: dict[tuple[str, str], int] = {}
+        for d, s, sample in self._samples():
+            i = seen.get((d, s), 0)
+            seen[(d, s)] = i + 1
+            if i in range(a, b):
+                yield d, s, sample
+
+    @property
+    def data(self) -> Data:
+        out: Data = {}
+        for d, s, sample in self.samples():
+            out.setdefault(d, {}).setdefault(s, []).append(sample)
+        return out
+
+    def in_idx_range(self, idx_range: tuple[int, int] | None) -> FileSamples:
+        return self if idx_range is None else FileSamples(self.path, idx_range)
+
+
 def data_entries(data: Data) -> Iterator[Entry]:
     """The :class:`Entry` items of data in memory, as :func:`iter_entries` gives those of its file."""
     for d, splits in data.items():

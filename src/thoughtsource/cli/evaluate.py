@@ -58,7 +58,6 @@ def evaluate(
     Writes results.json (config, versions, git commit, models, per-cell n / accuracy / interval /
     no-answer rate), CSV and Markdown tables and, with the plots extra, PNG plots.
     """
-    from ..collection import Collection
     from ..errors import ConfigError
     from ..evaluate import evaluate_frame, write_tables
     from ..reporting.results import results_document, write_results
@@ -67,12 +66,13 @@ def evaluate(
         k_list = [int(k) for k in ks.split(",")] if ks else None
     except ValueError:
         raise ConfigError(f"--k: expected comma-separated integers, got {ks!r}") from None
-    from ..io import check_out
+    from ..io import FileSamples, check_out
 
     check_out(out or Path(f"{file.stem}_evaluation"), folder=True)
     if scored is not None:
         check_out(scored)
-    c = Collection.load(file)
+    # the file is read a sample at a time, never held whole: scoring, the models for results.json, --scored's copy
+    c = FileSamples(file)
     m = mode.value
     result = evaluate_frame(c, mode=m, ks=k_list)  # type: ignore[arg-type]
     out_dir = out or Path(f"{file.stem}_evaluation")
@@ -90,10 +90,10 @@ def evaluate(
     written.extend(_plots(result, out_dir, m))
     note(f"wrote {', '.join(p.name for p in written)} to {out_dir}", highlight=False)
     if scored is not None:
-        from ..evaluate import set_correct_answers
+        from ..evaluate import scored_entries
+        from ..io import iter_entries, write_entries
 
-        set_correct_answers(c, result, mode=m)  # type: ignore[arg-type]
-        c.dump(scored)
+        write_entries(scored_entries(iter_entries(file), result, mode=m), scored, "json")  # type: ignore[arg-type]
         note(f"wrote the scored file to {scored}", highlight=False)
 
 

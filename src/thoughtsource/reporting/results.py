@@ -49,8 +49,8 @@ from ..io import json_safe, write_json
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..collection import Collection
     from ..evaluate import Evaluation
+    from ..schema import SampleSource
 
 SCHEMA = "thoughtsource/evaluate-results/v2"
 #: lm-eval's per-task version: the scoring rules of :mod:`thoughtsource.evaluate` (2: scored per question).
@@ -101,7 +101,7 @@ def file_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"path": str(p), "bytes": size, "sha256": digest.hexdigest()}
 
 
-def model_records(collection: Collection) -> list[dict[str, Any]]:
+def model_records(collection: SampleSource) -> list[dict[str, Any]]:
     """The models behind the collection's generated CoTs: name, parameters, API service, fragments, CoT count."""
     from ..schema import model_name
 
@@ -216,7 +216,7 @@ def _harness_sections(result: Evaluation, mode: str) -> dict[str, Any]:
     }
 
 
-def results_document(result: Evaluation, collection: Collection, *, file: str | os.PathLike[str], mode: str,
+def results_document(result: Evaluation, collection: SampleSource, *, file: str | os.PathLike[str], mode: str,
                      ks: Sequence[int] | None, out_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The whole ``results.json`` (see the module docstring)."""
     pooled = {m: result.by_model(m) for m in ("strict", "flexible")}  # type: ignore[arg-type]

@@ -1,0 +1,182 @@
+"""``evaluate`` over a file read a sample at a time (``io.FileSamples``) gives the tables of the in-memory path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from thoughtsource.cli import app
+from thoughtsource.collection import Collection
+from thoughtsource.evaluate import Evaluation, evaluate_frame, set_correct_answers, write_tables
+from thoughtsource.io import FileSamples
+from thoughtsource.reporting.results import results_document, write_results
+
+runner = CliRunner()
+RUNS = "model_runs"
+GPT35_RUN = f"{RUNS}/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
+
+
+def _assert_same(a: Evaluation, b: Evaluation) -> None:
+    for name in ("answers", "accuracy", "majority", "sampling", "lengths", "reasoning", "by_length"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None), name
+        if x is not None:
+            pd.testing.assert_frame_equal(x, y, check_dtype=False, obj=name)
+    for m in a.extractions:
+        assert [e.value for e in a.extractions[m]] == [e.value for e in b.extractions[m]]
+
+
+def _real_files(examples_dir: Path) -> list[Path]:
+    files = sorted((examples_dir / RUNS).glob("*.json")) + sorted((examples_dir / "annotated").glob("*.json"))
+    return [f for f in files if any(c.answers for _, _, x in Collection.load(f).samples() for c in x.generated_cot)]
+
+
+def _self_consistency(src: Path, out: Path, copies: int = 4) -> Path:
+    """The released GPT-3.5 run with ``copies`` samples of every prompt: copy i of a CoT answers with the answer of
+    the CoT i places further in its split (real texts, votes that disagree), as a sampled run would."""
+    obj = json.loads(src.read_text())
+    for splits in obj.values():
+        for xs in splits.values():
+            cots = [c for x in xs for c in x["generated_cot"]]
+            at = 0
+            for x in xs:
+                new = []
+                for c in x["generated_cot"]:
+                    for i in range(copies):
+                        other = cots[(at + i) % len(cots)]
+                        new.append(dict(c, id=f"{c['id']}-{i}", answers=[dict(a, id=f"{a['id']}-{i}") for a in other["answers"]]))
+                    at += 1
+                x["generated_cot"] = new
+    out.write_text(json.dumps(obj))
+    return out
+
+
+def test_streamed_evaluate_equals_in_memory_on_every_real_run(examples_dir: Path) -> None:
+    files = _real_files(examples_dir)
+    assert len(files) >= 4
+    for f in files:
+        _assert_same(evaluate_frame(Collection.load(f)), evaluate_frame(FileSamples(f)))
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "parquet"])
+def test_streamed_self_consistency_equals_in_memory(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
+    """maj@k and pass@k score each question against its gold: over a re-read file the samples are new objects whose
+    ``id()`` is reused, so the gold must not be looked up by ``id(sample)`` (before, the streamed tables were wrong)."""
+    f = _self_consistency(examples_dir / GPT35_RUN, tmp_path / "sc.json")
+    if fmt != "json":
+        g = tmp_path / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
+        Collection.load(f).to_jsonl(g) if fmt == "jsonl" else Collection.load(f).to_parquet(g)
+        f = g
+    mem = evaluate_frame(Collection.load(f), ks=[1, 2, 3, 4])
+    assert not mem.majority.empty and mem.sampling is not None and not mem.sampling.empty
+    assert 0 < mem.majority["accuracy"].max() < 1
+    _assert_same(mem, evaluate_frame(FileSamples(f), ks=[1, 2, 3, 4]))
+
+
+def test_streamed_evaluate_warns_of_what_load_warns_of_once(examples_dir: Path, tmp_path: Path,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """A split with a repeated sample id: ``Collection.load`` logs it; the streamed evaluate logs the same, once."""
+    obj = json.loads((examples_dir / GPT35_RUN).read_text())
+    xs = next(iter(next(iter(obj.values())).values()))
+    xs.append(xs[0])
+    f = tmp_path / "dup.json"
+    f.write_text(json.dumps(obj))
+    with caplog.at_level("WARNING"):
+        Collection.load(f)
+    loaded = [r.getMessage() for r in caplog.records]
+    assert loaded and any(xs[0]["id"] in m for m in loaded)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        evaluate_frame(FileSamples(f))
+    assert [r.getMessage() for r in caplog.records] == loaded
+
+
+def _outputs(folder: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in sorted(folder.iterdir()):
+        if p.suffix in (".csv", ".md"):
+            out[p.name] = p.read_text()
+        elif p.name == "results.json":
+            doc = json.loads(p.read_text())
+            doc.pop("date")
+            ours = doc["thoughtsource"]
+            ours.pop("date")
+            ours["config"].pop("out_dir")
+            ours["config"].pop("command")
+            out[p.name] = doc
+    return out
+
+
+def test_cli_streamed_evaluate_writes_what_the_in_memory_one_writes(examples_dir: Path, tmp_path: Path) -> None:
+    """``evaluate FILE --scored S`` streams: the tables, results.json and the scored file are those of the in-memory path
+    (``Collection.load``, ``evaluate_frame``, ``set_correct_answers``, ``Collection.dump``), byte for byte."""
+    f = _self_consistency(examples_dir / GPT35_RUN, tmp_path / "sc.json", copies=3)
+    r = runner.invoke(app, ["evaluate", str(f), "--out", str(tmp_path / "streamed"), "--scored", str(tmp_path / "s.json")])
+    assert r.exit_code == 0, r.output
+    assert "maj@k" in r.output
+    c = Collection.load(f)
+    ref = tmp_path / "loaded"
+    ref.mkdir()
+    result = evaluate_frame(c, mode="strict")
+    write_results(ref / "results.json", results_document(result, c, file=f, mode="strict", ks=None, out_dir=ref))
+    write_tables(result, ref)
+    assert set_correct_answers(c, result, mode="strict") > 0  # the copies' answers were moved: verdicts change
+    c.dump(tmp_path / "loaded.json")
+    streamed, loaded = _outputs(tmp_path / "streamed"), _outputs(ref)
+    assert {"accuracy.csv", "majority.csv", "sampling.csv", "answers.csv", "results.json"} <= set(streamed)
+    assert streamed == loaded
+    assert (tmp_path / "s.json").read_bytes() == (tmp_path / "loaded.json").read_bytes()
+
+
+CAP_MB = 700  # address space of the whole process: the interpreter, pandas, numpy, matplotlib take ~460 MB of it
+
+
+@pytest.mark.slow
+def test_evaluate_finishes_under_a_memory_cap_on_a_file_three_times_larger(examples_dir: Path, tmp_path: Path) -> None:
+    """A JSON file of 2.1 GB (the released GPT-3.5 run's samples, new ids, each CoT repeated to ~30 KB like a reasoning
+    trace) is evaluated under RLIMIT_AS of 700 MB: every answer is scored and the tables are written.  What still grows
+    with the number of answers is the per-answer table (~2 KB an answer, see docs/large-files.md)."""
+    obj = json.loads((examples_dir / GPT35_RUN).read_text())
+    recs = [(d, s, x) for d, sp in obj.items() for s, xs in sp.items() for x in xs]
+    big = tmp_path / "big.json"
+    groups = sorted({(d, s) for d, s, _ in recs})
+    per_group = 3 * CAP_MB * (1 << 20) // len(groups)
+    n, answers, cots = 0, 0, 0
+    with open(big, "w", encoding="utf-8") as fh:  # {dataset: {split: [...]}}, one split per released split, in turn
+        fh.write("{")
+        for gi, (d, s) in enumerate(groups):
+            fh.write(("," if gi else "") + f'\n"{d}": {{"{s}": [')
+            mine = [x for dd, ss, x in recs if (dd, ss) == (d, s)]
+            written = 0
+            while written < per_group:
+                x = mine[n % len(mine)]
+                x = dict(x, id=f"{x['id']}-{n}", generated_cot=[
+                    dict(c, cot=(c["cot"] + "\n") * max(1, 30_000 // max(1, len(c["cot"] or "")))) for c in x["generated_cot"]])
+                answers += sum(len(c["answers"]) for c in x["generated_cot"])
+                cots += len(x["generated_cot"])
+                text = ("," if written else "") + json.dumps(x, ensure_ascii=False)
+                fh.write(text)
+                written += len(text)
+                n += 1
+            fh.write("]}")
+        fh.write("}\n")
+    assert big.stat().st_size > 3 * CAP_MB << 20
+    out = tmp_path / "ev"
+    prog = (f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({CAP_MB << 20}, {CAP_MB << 20}))\n"
+            f"from thoughtsource.cli import main; sys.argv = ['thoughtsource', 'evaluate', {str(big)!r}, '--out', {str(out)!r}]\n"
+            "main()")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}  # a BLAS thread pool reserves address space
+    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    assert sum(c["n"] for c in doc["thoughtsource"]["cells"] if c["mode"] == "strict") == answers
+    assert sum(m["cots"] for m in doc["thoughtsource"]["models"]) == cots
+    assert (out / "answers.csv").is_file() and (out / "accuracy.md").is_file()
