@@ -11,7 +11,9 @@ calls them on thousands of rationales.
 :func:`verify_compact_scratchpad`
     arithmetic (the compact format, one ``x+y+c=t`` line per digit position): every line recomputed.
 :func:`verify_number`
-    number tasks (GSM8K): every arithmetic statement evaluates correctly, the final answer is gold.
+    number tasks (GSM8K; word problems): every arithmetic statement, symbolic or verbal ("we add 7 to 55
+    and get 62"), evaluates correctly, for word problems every operand comes from the question or an
+    earlier result (:func:`ungrounded_operand`), the final answer is gold.
 :func:`verify_choice`
     multiple choice (CommonsenseQA): no copied hint marker, the stated answer is one consistent choice.
 :func:`verify_no_hint`
@@ -30,6 +32,7 @@ from typing import NamedTuple
 
 __all__ = [
     "check_statements",
+    "ungrounded_operand",
     "verify_bool",
     "verify_choice",
     "verify_compact_scratchpad",
@@ -185,7 +188,7 @@ def verify_compact_scratchpad(text: str, a: int, b: int) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Arithmetic statements (GSM8K)
+# Arithmetic statements (GSM8K; MAWPS, ASDiv, SVAMP)
 # ---------------------------------------------------------------------------------------------
 
 _NUM = r"(?:\$[ \t]?)?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[ \t]?%)?|(?:\$[ \t]?)?\.\d+(?:[ \t]?%)?"
@@ -483,14 +486,9 @@ class _Statement(NamedTuple):
 
 
 def _readings(text: str) -> set[Fraction]:
-    """A written number's values: ``20%`` is 0.2 and 20; unparsable text has none."""
-    out = set()
-    for percent in (True, False):
-        try:
-            out.add(_number(text, percent))
-        except (_Unparsed, ValueError, ZeroDivisionError):
-            pass
-    return out
+    """A written number's values (``20%`` is 0.2 and 20, ``-1/6`` is -1/6); unparsable text has none."""
+    toks = _tokens(text)
+    return {v for percent in (True, False) if (v := _value(toks, percent)) is not None}
 
 
 def _side_values(side: _Side) -> tuple[Fraction, ...]:
@@ -540,7 +538,7 @@ def _raw_position(pos: int, removed: list[tuple[int, int]]) -> int:
 # Verbal statements (the MAWPS / ASDiv / SVAMP reference rationales: "We subtract 29 from 42 and get 13.").
 # An operand is a number, optionally followed by up to three unit words ("6 weeks", "4 red apples") that
 # are not a word of the grammar; a result is a number after "(and|to|, which) get/gets/got/is/equals/gives/=".
-_NUMBER = rf"(?:{_NUM})(?![.,/]?\d)"
+_NUMBER = rf"-?(?:{_NUM})(?:/\d+)?(?![.,/]?\d)"  # also -24 and 5/6
 _GRAMMAR_WORDS = (
     r"(?:to|from|by|and|with|into|get|gets|got|getting|give|gives|giving|gave|is|are|was|were|equal|equals|make|makes"
     r"|which|that|then|we|you|so|plus|minus|times|divided|multiplied|over|for|of|the|results?|sum|difference|product)"
@@ -549,7 +547,8 @@ _UNITS = rf"(?:[ \t]+(?!{_GRAMMAR_WORDS}\b)[A-Za-z][A-Za-z'-]*){{0,3}}"
 _RESULT = (
     r"(?:[ \t]*,?[ \t]*(?:(?:and|to|we|then|you|which|that|this|it|will|would)[ \t]+)*"
     r"(?:get|gets|got|getting|obtain|obtains|gives|give|giving|is|equals|makes|results[ \t]+in|=)"
-    rf"[ \t]*(?P<c>{_NUMBER}))?"
+    rf"[ \t]*(?P<c>{_NUMBER})"
+    rf"(?:[ \t]+(?:with[ \t]+)?(?:a[ \t]+)?remainder(?:[ \t]+of)?[ \t]+(?P<r>{_NUMBER}))?)?"
 )
 _VERBAL: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
     (re.compile(pattern.format(A=rf"(?P<a>{_NUMBER}){_UNITS}", B=rf"(?P<b>{_NUMBER}){_UNITS}") + _RESULT, re.I), op, swap)
@@ -561,10 +560,10 @@ _VERBAL: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
         (r"\bsum[ \t]+of[ \t]+{A}[ \t]+and[ \t]+{B}", "+", False),
         (r"\bproduct[ \t]+of[ \t]+{A}[ \t]+and[ \t]+{B}", "*", False),
         (r"\bquotient[ \t]+of[ \t]+{A}[ \t]+(?:and|by)[ \t]+{B}", "/", False),
-        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+plus[ \t]+{B}(?=[ \t]*,?[ \t]*(?:is|equals|makes|gives|=)\b)", "+", False),
-        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+minus[ \t]+{B}(?=[ \t]*,?[ \t]*(?:is|equals|makes|gives|=)\b)", "-", False),
-        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+(?:times|multiplied[ \t]+by)[ \t]+{B}(?=[ \t]*,?[ \t]*(?:is|equals|makes|gives|=)\b)", "*", False),
-        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+divided[ \t]+by[ \t]+{B}(?=[ \t]*,?[ \t]*(?:is|equals|makes|gives|=)\b)", "/", False),
+        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+plus[ \t]+{B}(?=[ \t]*,?[ \t]*(?:(?:is|equals|makes|gives)\b|=))", "+", False),
+        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+minus[ \t]+{B}(?=[ \t]*,?[ \t]*(?:(?:is|equals|makes|gives)\b|=))", "-", False),
+        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+(?:times|multiplied[ \t]+by)[ \t]+{B}(?=[ \t]*,?[ \t]*(?:(?:is|equals|makes|gives)\b|=))", "*", False),
+        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+divided[ \t]+by[ \t]+{B}(?=[ \t]*,?[ \t]*(?:(?:is|equals|makes|gives)\b|=))", "/", False),
     )
 )
 
@@ -585,6 +584,13 @@ def _verbal_statements(line: str) -> list[_Statement]:
             text = m.group().strip()
             if m.group("c") is None:
                 found.append(_Statement(m.start(), text, None, (a, b), values))
+            elif m.group("r") is not None:  # "divide 26 by 3 and get 8 remainder 2"
+                q, r = _readings(m.group("c")), _readings(m.group("r"))
+                x, y = _value(_tokens(a), True), _value(_tokens(b), True)
+                holds = op == "/" and x is not None and y is not None and any(
+                    qv.denominator == 1 and 0 <= rv < abs(y) and qv * y + rv == x for qv in q for rv in r
+                )
+                found.append(_Statement(m.start(), text, holds, (a, b), tuple(q | r)))
             else:
                 result = _Side(_tokens(m.group("c")), m.group("c"))
                 found.append(_Statement(m.start(), text, _holds(expr, result), (a, b), _side_values(result)))
@@ -637,13 +643,78 @@ def check_statements(text: str) -> tuple[list[str], int]:
     return [s.text for s in stated if not s.holds], len(stated)
 
 
-def verify_number(text: str, gold: str, *, hint: str | None = None, require_statement: bool = True) -> str | None:
-    """Check a number-task rationale (GSM8K); None: it passes.
+# Grounding (word problems): the numbers a rationale computes with come from the question.
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_H, _Q = Fraction(1, 2), Fraction(1, 4)
+# Words that stand for the numbers a rationale computes with: "twice" is 2, "a dozen" 12, "6 quarters" 6 * 25 cents …
+_IMPLIED: dict[str, tuple[Fraction | int, ...]] = {
+    "double": (2,), "twice": (2,), "triple": (3,), "thrice": (3,), "half": (2, _H), "halves": (2, _H),
+    "third": (3, Fraction(1, 3)), "thirds": (3, Fraction(1, 3)), "quarter": (4, _Q, 25), "quarters": (4, _Q, 25),
+    "dozen": (12,), "dozens": (12,), "hundred": (100,), "thousand": (1000,), "percent": (100, Fraction(1, 100)),
+    "pair": (2,), "pairs": (2,), "nickel": (5, Fraction(1, 20)), "nickels": (5, Fraction(1, 20)),
+    "dime": (10, Fraction(1, 10)), "dimes": (10, Fraction(1, 10)), "penny": (1, Fraction(1, 100)),
+    "pennies": (1, Fraction(1, 100)), "cent": (100, Fraction(1, 100)), "cents": (100, Fraction(1, 100)),
+}
+_WORD = re.compile(r"[a-z]+")
+_GLUED_FRACTION = re.compile(r"(?<![\d.])\d+/\d+(?![\d.])")
+# Numbers any rationale may bring in without the question naming them: the units of counting and measure.
+_CONSTANTS = frozenset(Fraction(n) for n in (1, 2, 3, 4, 7, 10, 12, 24, 30, 52, 60, 100, 365, 1000))
+
+
+def _question_numbers(question: str) -> set[Fraction]:
+    """The values a question states: its numbers (``20%`` as 20 and 0.2, ``11/3``), number words and :data:`_IMPLIED`."""
+    known: set[Fraction] = set()
+    for t in _tokens(question):
+        if t.kind == "num":
+            known |= _readings(t.text)
+    for m in _GLUED_FRACTION.finditer(question):
+        known |= _readings(m.group())
+    if "%" in question:
+        known |= {Fraction(100), Fraction(1, 100)}
+    words = _WORD.findall(question.lower())
+    for w in words:
+        if w in _NUMBER_WORDS:
+            known.add(Fraction(_NUMBER_WORDS[w]))
+        known.update(Fraction(v) for v in _IMPLIED.get(w, ()))
+    for tens, unit in itertools.pairwise(words):  # "twenty five", "twenty-five"
+        if _NUMBER_WORDS.get(tens, 0) >= 20 and 0 < _NUMBER_WORDS.get(unit, 0) < 10:
+            known.add(Fraction(_NUMBER_WORDS[tens] + _NUMBER_WORDS[unit]))
+    return known | {-v for v in known}  # "the product of -2 and -15"
+
+
+def ungrounded_operand(text: str, question: str) -> str | None:
+    """The first operand of ``text``'s statements that comes from nowhere, as ``"13 in subtract 2 from 13"``; None if none.
+
+    Every operand of every statement (:func:`check_statements`, including verbal operations without a
+    result) must be *grounded*: a number of the question (``20%`` also 0.2 and 20, ``11/3``), a number
+    word of it ("nine", "twenty-five") or a value a word of it implies ("twice" 2, "dozen" 12,
+    "quarters" 4, 1/4 and 25, "dimes" 10 and 0.1, "percent" or ``%`` 100 and 0.01 …), a unit constant
+    (1, 2, 3, 4, 7, 10, 12, 24, 30, 52, 60, 100, 365, 1000), or a result of an earlier statement.
+    """
+    known = _question_numbers(question) | _CONSTANTS
+    for s in _statements(text):
+        for o in s.operands:
+            if not _readings(o) & known:
+                return f"{o} in {s.text}"
+        known.update(s.results)
+    return None
+
+
+def verify_number(
+    text: str, gold: str, *, hint: str | None = None, require_statement: bool = True, question: str | None = None
+) -> str | None:
+    """Check a number-task rationale (GSM8K, MAWPS, ASDiv, SVAMP); None: it passes.
 
     Rules: (1) the hint (``hint``, e.g. ``"(72)"``) is not copied into the rationale; (2) every
-    arithmetic statement evaluates correctly (:func:`check_statements`); (3) with
-    ``require_statement``, there is at least one ``=`` statement (a bare ``#### 72`` is a hint copy,
-    not a rationale); (4) the final answer (:func:`thoughtsource.extract.extract`, strict mode:
+    arithmetic statement, symbolic or verbal, evaluates correctly (:func:`check_statements`); (3) with
+    ``require_statement``, there is at least one checked statement (a bare ``#### 72`` is a hint copy,
+    not a rationale); (3b) with ``question``, every operand is grounded in it
+    (:func:`ungrounded_operand`); (4) the final answer (:func:`thoughtsource.extract.extract`, strict mode:
     ``#### N``, "the answer is N") equals ``gold`` (relative tolerance 1e-4, as in evaluation).
     """
     from ..extract import extract, gold_value, is_correct
@@ -655,6 +726,8 @@ def verify_number(text: str, gold: str, *, hint: str | None = None, require_stat
         return f"false statement: {errors[0]}"
     if require_statement and count == 0:
         return "no arithmetic statement"
+    if question is not None and (where := ungrounded_operand(text, question)):
+        return f"number not from the question: {where}"
     value = extract(text, "number", mode="strict", source="cot").value
     if value is None:
         return "no final answer"
