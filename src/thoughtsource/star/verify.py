@@ -547,7 +547,7 @@ _UNITS = rf"(?:[ \t]+(?!{_GRAMMAR_WORDS}\b)[A-Za-z][A-Za-z'-]*){{0,3}}"
 _RESULT = (
     r"(?:[ \t]*,?[ \t]*(?:(?:and|to|we|then|you|which|that|this|it|will|would)[ \t]+)*"
     r"(?:get|gets|got|getting|obtain|obtains|gives|give|giving|is|equals|makes|results[ \t]+in|=)"
-    rf"[ \t]*(?P<c>{_NUMBER})"
+    rf"[ \t]*(?P<c>{_NUMBER})(?![ \t]*[-+*/×÷^(=])"  # a number, not the start of an expression ("is 24-4=20")
     rf"(?:[ \t]+(?:with[ \t]+)?(?:a[ \t]+)?remainder(?:[ \t]+of)?[ \t]+(?P<r>{_NUMBER}))?)?"
 )
 _VERBAL: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
