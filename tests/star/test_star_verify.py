@@ -368,3 +368,104 @@ def test_compact_task_verify_uses_the_compact_check() -> None:
     p = t.make_problem(624, 259, "x")
     assert t.verify(p, COMPACT) is None
     assert t.is_correct(p, COMPACT.replace("2+5+1=8", "2+5+0=7")) and t.verify(p, COMPACT.replace("2+5+1=8", "2+5+0=7"))
+
+
+# --------------------------------------------------------------------------- word problems (issue 30)
+@pytest.mark.parametrize(
+    ("statement", "bad"),
+    [
+        ("We subtract 3 from 9 and get 12. Therefore, the answer is 12.", "subtract 3 from 9 and get 12"),  # pilot, mawps-train-297
+        ("We divide 6 weeks by 4 days and get 12. Then we multiply 12 by 4 and get 48.", "divide 6 weeks by 4 days and get 12"),
+        ("First we subtract 24 from 24 and get 16. Then we divide 16 by 2 and get 8.", "subtract 24 from 24 and get 16"),
+        ("We add 20 to 22 and get 41.", "add 20 to 22 and get 41"),
+        ("We then add 20 and 22 to get 43.", "add 20 and 22 to get 43"),
+        ("Then we multiply 96 by 5, which is 400.", "multiply 96 by 5, which is 400"),
+        ("20 plus 12 is 32, and 5 times 4 equals 21.", "5 times 4 equals 21"),
+        ("12 divided by 4 = 4", "12 divided by 4 = 4"),
+        ("We divide 26 by 3 and get 8 remainder 1.", "divide 26 by 3 and get 8 remainder 1"),
+    ],
+)
+def test_false_verbal_statements_are_found(statement: str, bad: str) -> None:
+    errors, _ = check_statements(statement)
+    assert errors == [bad]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "First we multiply 8 by 12 and get 96. Then we multiply 96 by 5 and get 480.",  # MAWPS references
+        "We add 1/6 to 2/3 and get 5/6.",
+        "First we subtract 31 from 7 and get -24. Then we add -24 to 24 and get 0.",
+        "We divide 10 by 3 and get 10/3.",
+        "We divide 100 by 3 and get 33.33.",
+        "We divide 1230 by 48 and get 25 remainder 30. Since there is a remainder, we round up to 26.",  # ASDiv
+        "the sum of 3 and 4 is 7 and 6 minus 2 equals 4",
+        "24 gallons in minus 4 gallons out is 24-4=<<24-4=20>>20 gallons per second",  # GSM8K train: "is 24-4", no result
+    ],
+)
+def test_true_verbal_statements_pass(statement: str) -> None:
+    errors, checked = check_statements(statement)
+    assert errors == [] and checked >= 1
+
+
+def _word_problems(shared_data: Path, name: str) -> tuple[Task, list[Problem]]:
+    from thoughtsource.star.tasks.from_dataset import task_for
+
+    task = task_for(name, data_dir=str(shared_data))
+    splits = task._collection_splits()
+    return task, [task._problem(s, split) for split, samples in splits.items() for s in samples if s.cot]
+
+
+@pytest.mark.parametrize(("name", "at_most"), [("mawps", 0), ("asdiv", 0), ("svamp", 1)])
+def test_word_problem_reference_rationales_pass(shared_data: Path, name: str, at_most: int) -> None:
+    """The datasets' own rationales ("We add 7 to 55 and get 62.") pass the verified filter with grounding.
+
+    The one SVAMP failure subtracts 149, a number its question does not state.
+    """
+    task, problems = _word_problems(shared_data, name)
+    assert len(problems) > 900
+    failed = [p.id for p in problems if task.verify(p, task.completion(p, p.rationale))]
+    assert len(failed) <= at_most, failed
+    assert sum(check_statements(p.rationale)[1] > 0 for p in problems) == len(problems)  # every one is checked
+
+
+def _pilot_rows(ds: str) -> list[dict[str, object]]:
+    import gzip
+
+    path = Path(__file__).parents[2] / "docs" / "star-results" / "real_data" / "pilot" / f"{ds}_fewshot_test_rows.json.gz"
+    with gzip.open(path, "rt") as f:
+        return json.load(f)["rows"]
+
+
+def test_pilot_answer_correct_rationales_with_wrong_arithmetic_are_rejected(shared_data: Path) -> None:
+    """Issue 30's pilot: of 14 answer-correct SmolLM2 rationales 10 state false verbal arithmetic."""
+    verdicts = {}
+    for ds in ("mawps", "asdiv"):
+        task, problems = _word_problems(shared_data, ds)
+        by_id = {p.id: p for p in problems}
+        for row in _pilot_rows(ds):
+            if row["correct"]:
+                verdicts[row["id"]] = task.verify(by_id[str(row["id"])], str(row["text"]))
+    assert len(verdicts) == 14
+    assert verdicts["mawps/train/mawps-train-297"] == "false statement: subtract 3 from 9 and get 12"
+    assert verdicts["asdiv/train/nluds-2148"] == "false statement: subtract 10 from 7 and get 17"
+    assert sorted(k for k, v in verdicts.items() if v is None) == [
+        "mawps/train/mawps-dev-101",  # "add 20 and 22 to get 42": right and from the question
+        "mawps/train/mawps-dev-44",
+        "mawps/train/mawps-dev-61",
+        "mawps/train/mawps-train-118",
+    ]
+
+
+def test_numbers_from_nowhere_are_rejected(shared_data: Path) -> None:
+    task, problems = _word_problems(shared_data, "mawps")
+    (p,) = [p for p in problems if p.meta["sample_id"] == "mawps-train-297"]  # 9 crayons, 3 more placed
+    assert task.verify(p, "We add 9 to 3 and get 12. Therefore, the answer is 12.") is None
+    assert task.verify(p, "We add 5 to 7 and get 12. Therefore, the answer is 12.") == "number not from the question: 5 in add 5 to 7 and get 12"
+    # an earlier result and a unit constant are grounded; a number the question never names is not
+    assert task.verify(p, "We add 9 to 3 and get 12. Then we multiply 12 by 1 and get 12. Therefore, the answer is 12.") is None
+    assert "6 in" in (task.verify(p, "We add 6 to 6 and get 12. Therefore, the answer is 12.") or "")
+    assert verify_number("We add 5 to 7 and get 12. Therefore, the answer is 12.", "12") is None  # no question: no grounding
+    gsm = get_task("gsm8k", data_dir=str(shared_data), n_train=5, n_test=5)
+    q = gsm.load("train", 0)[0]
+    assert gsm.verify(q, f"2 + 3 = 5. Therefore, the answer is {q.answer}.") is None  # GSM8K: statements only

@@ -11,7 +11,9 @@ calls them on thousands of rationales.
 :func:`verify_compact_scratchpad`
     arithmetic (the compact format, one ``x+y+c=t`` line per digit position): every line recomputed.
 :func:`verify_number`
-    number tasks (GSM8K): every arithmetic statement evaluates correctly, the final answer is gold.
+    number tasks (GSM8K; word problems): every arithmetic statement, symbolic or verbal ("we add 7 to 55
+    and get 62"), evaluates correctly, for word problems every operand comes from the question or an
+    earlier result (:func:`ungrounded_operand`), the final answer is gold.
 :func:`verify_choice`
     multiple choice (CommonsenseQA): no copied hint marker, the stated answer is one consistent choice.
 :func:`verify_no_hint`
@@ -30,6 +32,7 @@ from typing import NamedTuple
 
 __all__ = [
     "check_statements",
+    "ungrounded_operand",
     "verify_bool",
     "verify_choice",
     "verify_compact_scratchpad",
@@ -185,13 +188,13 @@ def verify_compact_scratchpad(text: str, a: int, b: int) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Arithmetic statements (GSM8K)
+# Arithmetic statements (GSM8K; MAWPS, ASDiv, SVAMP)
 # ---------------------------------------------------------------------------------------------
 
+_NUM = r"(?:\$[ \t]?)?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[ \t]?%)?|(?:\$[ \t]?)?\.\d+(?:[ \t]?%)?"
 _TOKEN = re.compile(
     r"""
-      (?P<num>(?:\$[ \t]?)?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[ \t]?%)?
-            | (?:\$[ \t]?)?\.\d+(?:[ \t]?%)?)
+      (?P<num>""" + _NUM + r""")
     | (?P<word>[A-Za-z_][A-Za-z_']*)
     | (?P<op>\*\*|[-+−–*/×÷^])
     | (?P<lp>\()
@@ -472,8 +475,32 @@ def _split_chain(run: _Run) -> list[list[_Tok]]:
     return segs
 
 
-def _chain_errors(line: str) -> tuple[list[str], int]:
-    errors, checked = [], 0
+class _Statement(NamedTuple):
+    """One arithmetic statement: where it starts, as written, whether it holds, its operands and results."""
+
+    start: int
+    text: str
+    holds: bool | None  # None: a verbal operation without a stated result ("we add 3 and 4"), nothing to check
+    operands: tuple[str, ...]  # the numbers (as written) the statement computes from
+    results: tuple[Fraction, ...]  # the values it establishes
+
+
+def _readings(text: str) -> set[Fraction]:
+    """A written number's values (``20%`` is 0.2 and 20, ``-1/6`` is -1/6); unparsable text has none."""
+    toks = _tokens(text)
+    return {v for percent in (True, False) if (v := _value(toks, percent)) is not None}
+
+
+def _side_values(side: _Side) -> tuple[Fraction, ...]:
+    return tuple(v for percent in (True, False) if (v := _value(side.toks, percent)) is not None)
+
+
+def _nums(toks: Sequence[_Tok]) -> tuple[str, ...]:
+    return tuple(t.text for t in toks if t.kind == "num")
+
+
+def _chain_statements(line: str, offset: list[tuple[int, int]]) -> list[_Statement]:
+    out = []
     for run in _runs(_tokens(line)):
         if not any(t.kind == "eq" for t in run.toks):
             continue
@@ -484,22 +511,105 @@ def _chain_errors(line: str) -> tuple[list[str], int]:
             if _complete(seg, j == 0, j == len(segs) - 1, run) and _value(seg, True) is not None
         ]
         for left, right in itertools.pairwise(sides):
-            checked += 1
-            if not _holds(left, right):
-                errors.append(f"{left.text} = {right.text}")
-    return errors, checked
+            start = _raw_position(left.toks[0].start, offset)
+            out.append(_Statement(start, f"{left.text} = {right.text}", _holds(left, right), _nums(left.toks), _side_values(right)))
+    return out
 
 
-def _annotation_errors(line: str) -> tuple[list[str], int]:
-    errors, count = [], 0
+def _annotation_statements(line: str) -> list[_Statement]:
+    out = []
     for m in _ANNOTATION.finditer(line):
-        expr, result = _tokens(m.group(1)), _tokens(m.group(2).strip())
-        if _value(expr, True) is None or _value(result, True) is None:
+        expr, result = _Side(_tokens(m.group(1)), m.group(1)), _Side(_tokens(m.group(2).strip()), m.group(2))
+        if _value(expr.toks, True) is None or _value(result.toks, True) is None:
             continue  # not plain arithmetic: nothing to check
-        count += 1
-        if not _holds(_Side(expr, m.group(1)), _Side(result, m.group(2))):
-            errors.append(f"<<{m.group(1)}={m.group(2)}>>")
-    return errors, count
+        holds = _holds(expr, result)
+        out.append(_Statement(m.start(), f"<<{m.group(1)}={m.group(2)}>>", holds, _nums(expr.toks), _side_values(result)))
+    return out
+
+
+def _raw_position(pos: int, removed: list[tuple[int, int]]) -> int:
+    """A position in a line with the annotations removed, mapped back to the line as written."""
+    for start, length in removed:
+        if start <= pos:
+            pos += length
+    return pos
+
+
+# Verbal statements (the MAWPS / ASDiv / SVAMP reference rationales: "We subtract 29 from 42 and get 13.").
+# An operand is a number, optionally followed by up to three unit words ("6 weeks", "4 red apples") that
+# are not a word of the grammar; a result is a number after "(and|to|, which) get/gets/got/is/equals/gives/=".
+_NUMBER = rf"-?(?:{_NUM})(?:/\d+)?(?![.,/]?\d)"  # also -24 and 5/6
+_GRAMMAR_WORDS = (
+    r"(?:to|from|by|and|with|into|get|gets|got|getting|give|gives|giving|gave|is|are|was|were|equal|equals|make|makes"
+    r"|which|that|then|we|you|so|plus|minus|times|divided|multiplied|over|for|of|the|results?|sum|difference|product)"
+)
+_UNITS = rf"(?:[ \t]+(?!{_GRAMMAR_WORDS}\b)[A-Za-z][A-Za-z'-]*){{0,3}}"
+_RESULT = (
+    r"(?:[ \t]*,?[ \t]*(?:(?:and|to|we|then|you|which|that|this|it|will|would)[ \t]+)*"
+    r"(?:get|gets|got|getting|obtain|obtains|gives|give|giving|is|equals|makes|results[ \t]+in|=)"
+    rf"[ \t]*(?P<c>{_NUMBER})(?![ \t]*[-+*/×÷^(=])"  # a number, not the start of an expression ("is 24-4=20")
+    rf"(?:[ \t]+(?:with[ \t]+)?(?:a[ \t]+)?remainder(?:[ \t]+of)?[ \t]+(?P<r>{_NUMBER}))?)?"
+)
+_VERBAL: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
+    (re.compile(pattern.format(A=rf"(?P<a>{_NUMBER}){_UNITS}", B=rf"(?P<b>{_NUMBER}){_UNITS}") + _RESULT, re.I), op, swap)
+    for pattern, op, swap in (
+        (r"\b(?:add|adds|added|adding)[ \t]+{A}[ \t]+(?:to|and|with|plus)[ \t]+{B}", "+", False),
+        (r"\b(?:subtract|subtracts|subtracted|subtracting|take[ \t]+away|takes[ \t]+away)[ \t]+{A}[ \t]+from[ \t]+{B}", "-", True),
+        (r"\b(?:multiply|multiplies|multiplied|multiplying)[ \t]+{A}[ \t]+(?:by|and|with|times)[ \t]+{B}", "*", False),
+        (r"\b(?:divide|divides|divided|dividing)[ \t]+{A}[ \t]+by[ \t]+{B}", "/", False),
+        (r"\bsum[ \t]+of[ \t]+{A}[ \t]+and[ \t]+{B}", "+", False),
+        (r"\bproduct[ \t]+of[ \t]+{A}[ \t]+and[ \t]+{B}", "*", False),
+        (r"\bquotient[ \t]+of[ \t]+{A}[ \t]+(?:and|by)[ \t]+{B}", "/", False),
+        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+plus[ \t]+{B}(?=[ \t]*,?[ \t]*(?:(?:is|equals|makes|gives)\b|=))", "+", False),
+        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+minus[ \t]+{B}(?=[ \t]*,?[ \t]*(?:(?:is|equals|makes|gives)\b|=))", "-", False),
+        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+(?:times|multiplied[ \t]+by)[ \t]+{B}(?=[ \t]*,?[ \t]*(?:(?:is|equals|makes|gives)\b|=))", "*", False),
+        (r"(?<![\w.,/$])(?<!\$ ){A}[ \t]+divided[ \t]+by[ \t]+{B}(?=[ \t]*,?[ \t]*(?:(?:is|equals|makes|gives)\b|=))", "/", False),
+    )
+)
+
+
+def _verbal_statements(line: str) -> list[_Statement]:
+    found: list[_Statement] = []
+    taken: list[tuple[int, int]] = []
+    for pattern, op, swap in _VERBAL:
+        for m in pattern.finditer(line):
+            if any(s < m.end() and m.start() < e for s, e in taken):
+                continue
+            a, b = (m.group("b"), m.group("a")) if swap else (m.group("a"), m.group("b"))
+            expr = _Side(_tokens(f"({a}) {op} ({b})"), f"{a} {op} {b}")
+            values = _side_values(expr)
+            if not values:
+                continue  # division by zero or not a number: nothing to check
+            taken.append((m.start(), m.end()))
+            text = m.group().strip()
+            if m.group("c") is None:
+                found.append(_Statement(m.start(), text, None, (a, b), values))
+            elif m.group("r") is not None:  # "divide 26 by 3 and get 8 remainder 2"
+                q, r = _readings(m.group("c")), _readings(m.group("r"))
+                x, y = _value(_tokens(a), True), _value(_tokens(b), True)
+                holds = op == "/" and x is not None and y is not None and any(
+                    qv.denominator == 1 and 0 <= rv < abs(y) and qv * y + rv == x for qv in q for rv in r
+                )
+                found.append(_Statement(m.start(), text, holds, (a, b), tuple(q | r)))
+            else:
+                result = _Side(_tokens(m.group("c")), m.group("c"))
+                found.append(_Statement(m.start(), text, _holds(expr, result), (a, b), _side_values(result)))
+    return found
+
+
+def _statements(text: str) -> list[_Statement]:
+    """Every statement of ``text``, in reading order (see :func:`check_statements`)."""
+    out: list[_Statement] = []
+    base = 0
+    for raw in text.splitlines(keepends=True):
+        found = _verbal_statements(raw)
+        if "=" in raw:
+            found += _annotation_statements(raw)
+            removed = [(m.start(), m.end() - m.start()) for m in _ANNOTATION.finditer(raw)]
+            found += _chain_statements(_ANNOTATION.sub("", raw), removed)
+        out += [s._replace(start=s.start + base) for s in sorted(found, key=lambda s: s.start)]
+        base += len(raw)
+    return out
 
 
 def check_statements(text: str) -> tuple[list[str], int]:
@@ -512,32 +622,99 @@ def check_statements(text: str) -> tuple[list[str], int]:
     or within the rounding of a bare number's written precision (``100/3 = 33.33``) or 1e-6
     relative.  ``%`` reads as /100, or, if that fails, as a decoration (``0.2 * 100 = 20%``).
 
+    A *verbal* statement (word problems: MAWPS, ASDiv, SVAMP) is checked the same way, as the
+    expression it names (case-insensitive; ``A``, ``B`` numbers, each optionally followed by up to
+    three unit words, "6 weeks"):
+
+    - ``add A to|and|with|plus B`` (A + B), ``subtract|take away A from B`` (B - A),
+      ``multiply A by|and|with|times B`` (A * B), ``divide A by B`` (A / B), any inflection
+      (adds, added, adding …), and ``the sum|product of A and B``, ``the quotient of A and|by B``;
+    - ``A plus|minus|times|multiplied by|divided by B`` followed by ``is|equals|makes|gives|=``;
+
+    with its result ``C`` after ``get|gets|got|obtain|gives|giving|is|equals|makes|results in|=``,
+    optionally led by ``and|to|we|then|which|…`` ("and get 62", "to get 42", ", which is 12").  A
+    verbal operation without a result is not checked (and not counted).
+
     Not checked (never a rejection): a side next to a variable or a word (``S + 143 = 200 - 16``
     checks only ``200 - 16 = 184`` when followed by ``= 184``; ``half of 10 = 5``; ``2 * x = 12``),
     unbalanced parentheses, anything that does not parse.
     """
-    errors: list[str] = []
-    count = 0
-    for raw in text.splitlines():
-        if "=" not in raw:
-            continue
-        bad, n = _annotation_errors(raw)
-        errors += bad
-        count += n
-        line = _ANNOTATION.sub("", raw)
-        bad, n = _chain_errors(line)
-        errors += bad
-        count += n
-    return errors, count
+    stated = [s for s in _statements(text) if s.holds is not None]
+    return [s.text for s in stated if not s.holds], len(stated)
 
 
-def verify_number(text: str, gold: str, *, hint: str | None = None, require_statement: bool = True) -> str | None:
-    """Check a number-task rationale (GSM8K); None: it passes.
+# Grounding (word problems): the numbers a rationale computes with come from the question.
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_H, _Q = Fraction(1, 2), Fraction(1, 4)
+# Words that stand for the numbers a rationale computes with: "twice" is 2, "a dozen" 12, "6 quarters" 6 * 25 cents …
+_IMPLIED: dict[str, tuple[Fraction | int, ...]] = {
+    "double": (2,), "twice": (2,), "triple": (3,), "thrice": (3,), "half": (2, _H), "halves": (2, _H),
+    "third": (3, Fraction(1, 3)), "thirds": (3, Fraction(1, 3)), "quarter": (4, _Q, 25), "quarters": (4, _Q, 25),
+    "dozen": (12,), "dozens": (12,), "hundred": (100,), "thousand": (1000,), "percent": (100, Fraction(1, 100)),
+    "pair": (2,), "pairs": (2,), "nickel": (5, Fraction(1, 20)), "nickels": (5, Fraction(1, 20)),
+    "dime": (10, Fraction(1, 10)), "dimes": (10, Fraction(1, 10)), "penny": (1, Fraction(1, 100)),
+    "pennies": (1, Fraction(1, 100)), "cent": (100, Fraction(1, 100)), "cents": (100, Fraction(1, 100)),
+}
+_WORD = re.compile(r"[a-z]+")
+_GLUED_FRACTION = re.compile(r"(?<![\d.])\d+/\d+(?![\d.])")
+# Numbers any rationale may bring in without the question naming them: the units of counting and measure.
+_CONSTANTS = frozenset(Fraction(n) for n in (1, 2, 3, 4, 7, 10, 12, 24, 30, 52, 60, 100, 365, 1000))
+
+
+def _question_numbers(question: str) -> set[Fraction]:
+    """The values a question states: its numbers (``20%`` as 20 and 0.2, ``11/3``), number words and :data:`_IMPLIED`."""
+    known: set[Fraction] = set()
+    for t in _tokens(question):
+        if t.kind == "num":
+            known |= _readings(t.text)
+    for m in _GLUED_FRACTION.finditer(question):
+        known |= _readings(m.group())
+    if "%" in question:
+        known |= {Fraction(100), Fraction(1, 100)}
+    words = _WORD.findall(question.lower())
+    for w in words:
+        if w in _NUMBER_WORDS:
+            known.add(Fraction(_NUMBER_WORDS[w]))
+        known.update(Fraction(v) for v in _IMPLIED.get(w, ()))
+    for tens, unit in itertools.pairwise(words):  # "twenty five", "twenty-five"
+        if _NUMBER_WORDS.get(tens, 0) >= 20 and 0 < _NUMBER_WORDS.get(unit, 0) < 10:
+            known.add(Fraction(_NUMBER_WORDS[tens] + _NUMBER_WORDS[unit]))
+    return known | {-v for v in known}  # "the product of -2 and -15"
+
+
+def ungrounded_operand(text: str, question: str) -> str | None:
+    """The first operand of ``text``'s statements that comes from nowhere, as ``"13 in subtract 2 from 13"``; None if none.
+
+    Every operand of every statement (:func:`check_statements`, including verbal operations without a
+    result) must be *grounded*: a number of the question (``20%`` also 0.2 and 20, ``11/3``), a number
+    word of it ("nine", "twenty-five") or a value a word of it implies ("twice" 2, "dozen" 12,
+    "quarters" 4, 1/4 and 25, "dimes" 10 and 0.1, "percent" or ``%`` 100 and 0.01 …), a unit constant
+    (1, 2, 3, 4, 7, 10, 12, 24, 30, 52, 60, 100, 365, 1000), or a result of an earlier statement.
+    """
+    known = _question_numbers(question) | _CONSTANTS
+    for s in _statements(text):
+        for o in s.operands:
+            if not _readings(o) & known:
+                return f"{o} in {s.text}"
+        known.update(s.results)
+    return None
+
+
+def verify_number(
+    text: str, gold: str, *, hint: str | None = None, require_statement: bool = True, question: str | None = None
+) -> str | None:
+    """Check a number-task rationale (GSM8K, MAWPS, ASDiv, SVAMP); None: it passes.
 
     Rules: (1) the hint (``hint``, e.g. ``"(72)"``) is not copied into the rationale; (2) every
-    arithmetic statement evaluates correctly (:func:`check_statements`); (3) with
-    ``require_statement``, there is at least one ``=`` statement (a bare ``#### 72`` is a hint copy,
-    not a rationale); (4) the final answer (:func:`thoughtsource.extract.extract`, strict mode:
+    arithmetic statement, symbolic or verbal, evaluates correctly (:func:`check_statements`); (3) with
+    ``require_statement``, there is at least one checked statement (a bare ``#### 72`` is a hint copy,
+    not a rationale); (3b) with ``question``, every operand is grounded in it
+    (:func:`ungrounded_operand`); (4) the final answer (:func:`thoughtsource.extract.extract`, strict mode:
     ``#### N``, "the answer is N") equals ``gold`` (relative tolerance 1e-4, as in evaluation).
     """
     from ..extract import extract, gold_value, is_correct
@@ -549,6 +726,8 @@ def verify_number(text: str, gold: str, *, hint: str | None = None, require_stat
         return f"false statement: {errors[0]}"
     if require_statement and count == 0:
         return "no arithmetic statement"
+    if question is not None and (where := ungrounded_operand(text, question)):
+        return f"number not from the question: {where}"
     value = extract(text, "number", mode="strict", source="cot").value
     if value is None:
         return "no final answer"

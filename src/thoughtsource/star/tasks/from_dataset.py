@@ -54,6 +54,13 @@ PROMPT_SOURCES = ("star", "reference")
 LETTERS = string.ascii_lowercase
 
 
+# Word-problem datasets whose verified filter also requires the rationale's numbers to come from the
+# question (verify.ungrounded_operand).  Not GSM8K: its human solutions bring in many numbers the
+# question implies without stating (29 % of them would be rejected, issue 30), and its issue-12 results
+# were measured without the rule.
+GROUNDED_DATASETS = frozenset({"mawps", "asdiv", "svamp"})
+
+
 def _bool_word(answer: str) -> str:
     return "yes" if answer.strip().lower() in ("true", "yes") else "no"
 
@@ -306,14 +313,18 @@ class DatasetTask(Task):
 
     def verify(self, problem: Problem, text: str, *, rationalized: bool = False) -> str | None:
         """Per answer type (:mod:`thoughtsource.star.verify`): multiple choice, no copied ``(CORRECT)``
-        and one consistent stated choice; number, every arithmetic statement true and the gold
-        answer; bool, no copied hint."""
+        and one consistent stated choice; number, every arithmetic statement (symbolic or verbal) true
+        and the gold answer, and for :data:`GROUNDED_DATASETS` every operand from the question or an
+        earlier result; bool, no copied hint."""
         from .. import verify as v
 
         if problem.type == "multiplechoice":
             return v.verify_choice(text, problem.choices, problem.answer)
         if problem.type == "number":
-            return v.verify_number(text, problem.answer, hint=self.hint(problem))
+            question = None
+            if self._ds_name in GROUNDED_DATASETS:
+                question = f"{problem.meta.get('context') or ''}\n{problem.question}"
+            return v.verify_number(text, problem.answer, hint=self.hint(problem), question=question)
         if problem.type == "bool":
             return v.verify_bool(text, problem.answer)
         return None
