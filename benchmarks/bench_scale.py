@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from thoughtsource.testing.scale import write_replicated
+
 REPO = Path(__file__).resolve().parents[1]
 RUN = "thoughtsource_examples/model_runs/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
 
@@ -47,27 +49,8 @@ COMMANDS = ("info", "validate", "convert", "evaluate")
 
 def build(src: Path, out: Path, mb: int, kind: str) -> int:
     """A ThoughtSource JSON file of about ``mb`` MB from the samples of ``src``, one split per released split."""
-    obj = json.loads(src.read_text())
-    n = 0
-    with open(out, "w", encoding="utf-8") as fh:
-        fh.write("{")
-        groups = [(d, s, xs) for d, sp in obj.items() for s, xs in sp.items()]
-        per_group = (mb << 20) // len(groups)
-        for gi, (d, s, xs) in enumerate(groups):
-            fh.write(("," if gi else "") + f"\n{json.dumps(d)}: {{{json.dumps(s)}: [")
-            written = 0
-            while written < per_group:
-                x = dict(xs[n % len(xs)], id=f"{xs[n % len(xs)]['id']}-{n}")
-                if kind == "traces":
-                    x["generated_cot"] = [dict(c, cot=(c["cot"] + "\n") * max(1, 20_000 // max(1, len(c["cot"] or ""))))
-                                          for c in x["generated_cot"]]
-                text = ("," if written else "") + json.dumps(x, ensure_ascii=False)
-                fh.write(text)
-                written += len(text)
-                n += 1
-            fh.write("]}")
-        fh.write("}\n")
-    return n
+    collection = json.loads(src.read_text())
+    return write_replicated(collection, out, mb << 20, trace_chars=20_000 if kind == "traces" else None).samples
 
 
 def measure(code: list[str]) -> tuple[float, float, bool]:

@@ -18,6 +18,7 @@ from thoughtsource.collection import Collection
 from thoughtsource.evaluate import Evaluation, evaluate_frame, set_correct_answers, write_tables
 from thoughtsource.io import FileSamples
 from thoughtsource.reporting.results import results_document, write_results
+from thoughtsource.testing.scale import write_replicated
 
 runner = CliRunner()
 RUNS = "model_runs"
@@ -145,29 +146,9 @@ def test_evaluate_finishes_under_a_memory_cap_on_a_file_three_times_larger(examp
     trace) is evaluated under RLIMIT_AS of 700 MB: every answer is scored and the tables are written.  What still grows
     with the number of answers is the per-answer table (~2 KB an answer, see docs/large-files.md)."""
     obj = json.loads((examples_dir / GPT35_RUN).read_text())
-    recs = [(d, s, x) for d, sp in obj.items() for s, xs in sp.items() for x in xs]
     big = tmp_path / "big.json"
-    groups = sorted({(d, s) for d, s, _ in recs})
-    per_group = 3 * CAP_MB * (1 << 20) // len(groups)
-    n, answers, cots = 0, 0, 0
-    with open(big, "w", encoding="utf-8") as fh:  # {dataset: {split: [...]}}, one split per released split, in turn
-        fh.write("{")
-        for gi, (d, s) in enumerate(groups):
-            fh.write(("," if gi else "") + f'\n"{d}": {{"{s}": [')
-            mine = [x for dd, ss, x in recs if (dd, ss) == (d, s)]
-            written = 0
-            while written < per_group:
-                x = mine[n % len(mine)]
-                x = dict(x, id=f"{x['id']}-{n}", generated_cot=[
-                    dict(c, cot=(c["cot"] + "\n") * max(1, 30_000 // max(1, len(c["cot"] or "")))) for c in x["generated_cot"]])
-                answers += sum(len(c["answers"]) for c in x["generated_cot"])
-                cots += len(x["generated_cot"])
-                text = ("," if written else "") + json.dumps(x, ensure_ascii=False)
-                fh.write(text)
-                written += len(text)
-                n += 1
-            fh.write("]}")
-        fh.write("}\n")
+    written = write_replicated(obj, big, 3 * CAP_MB << 20, trace_chars=30_000)
+    answers, cots = written.answers, written.cots
     assert big.stat().st_size > 3 * CAP_MB << 20
     out = tmp_path / "ev"
     prog = (f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({CAP_MB << 20}, {CAP_MB << 20}))\n"

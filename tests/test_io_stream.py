@@ -17,6 +17,7 @@ from thoughtsource import io
 from thoughtsource.cli import app
 from thoughtsource.collection import Collection
 from thoughtsource.errors import DataError
+from thoughtsource.testing.scale import write_replicated
 
 runner = CliRunner()
 GPT35_RUN = "model_runs/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
@@ -192,28 +193,8 @@ def test_commands_finish_under_a_memory_cap_on_a_file_three_times_larger(example
     """A JSON file of 450 MB (the released GPT-3.5 run's samples, new ids, each CoT repeated to ~20 KB like a
     reasoning trace): info, validate and convert run under RLIMIT_AS of 150 MB; Collection.load does not."""
     obj = json.loads((examples_dir / GPT35_RUN).read_text())
-    recs = [(d, s, x) for d, sp in obj.items() for s, xs in sp.items() for x in xs]
     big = tmp_path / "big.json"
-    size, n = 0, 0
-    with open(big, "w", encoding="utf-8") as fh:  # {dataset: {split: [...]}}, one split per released split, in turn
-        fh.write("{")
-        groups = sorted({(d, s) for d, s, _ in recs})
-        per_group = 3 * CAP_MB * (1 << 20) // len(groups)
-        for gi, (d, s) in enumerate(groups):
-            fh.write(("," if gi else "") + f'\n"{d}": {{"{s}": [')
-            mine = [x for dd, ss, x in recs if (dd, ss) == (d, s)]
-            written = 0
-            while written < per_group:
-                x = mine[n % len(mine)]
-                x = dict(x, id=f"{x['id']}-{n}", generated_cot=[
-                    dict(c, cot=(c["cot"] + "\n") * max(1, 20_000 // max(1, len(c["cot"] or "")))) for c in x["generated_cot"]])
-                text = ("," if written else "") + json.dumps(x, ensure_ascii=False)
-                fh.write(text)
-                written += len(text)
-                n += 1
-            size += written
-            fh.write("]}")
-        fh.write("}\n")
+    n = write_replicated(obj, big, 3 * CAP_MB << 20, trace_chars=20_000).samples
     assert big.stat().st_size > 3 * CAP_MB << 20
 
     def capped(code: str) -> subprocess.CompletedProcess[str]:
