@@ -33,6 +33,7 @@ commuted twin, is ever trained on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
@@ -335,40 +336,6 @@ def gate_callback(cfg: BaseConfig, task: ArithmeticTask, tokenizer: Any, dev: li
     return DevGate()
 
 
-def plot_curves(train_rows: list[dict[str, Any]], dev_rows: list[dict[str, Any]], out: Path, title: str) -> Path | None:
-    """Loss per logged step above, dev accuracy per digit count at each gate check below; None without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    fig, (ax_loss, ax_dev) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
-    pts = [(r["step"], r["loss"]) for r in train_rows if "loss" in r]
-    if pts:
-        ax_loss.plot(*zip(*pts, strict=True), lw=1)
-        ax_loss.set_yscale("log")
-    ax_loss.set_ylabel("training loss")
-    ax_loss.set_title(title)
-    groups = sorted({g for r in dev_rows for g in r["dev_correct_by_group"]}, key=group_key)
-    for g in groups:
-        xs = [r["step"] for r in dev_rows if g in r["dev_correct_by_group"]]
-        ys = [c / n if n else 0.0 for c, n in (r["dev_correct_by_group"][g] for r in dev_rows if g in r["dev_correct_by_group"])]
-        ax_dev.plot(xs, ys, marker="o", ms=3, label=g)
-    learnt = [r["step"] for r in dev_rows if r.get("learnt")]
-    if learnt:
-        ax_dev.axvline(learnt[0], color="grey", ls="--", lw=1, label=f"range learnt (step {learnt[0]})")
-    ax_dev.set_ylim(-0.02, 1.02)
-    ax_dev.set_xlabel("optimizer step")
-    ax_dev.set_ylabel("dev accuracy (greedy)")
-    ax_dev.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
-
-
 # --------------------------------------------------------------------------- the command
 
 
@@ -384,7 +351,7 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     build resumes from there with ``resume=True``; the finished folder is written atomically.
     """
     from .config import StarConfig, StepSchedule
-    from .train import save_checkpoint, train
+    from .train import checkpoint_step, latest_checkpoint, save_checkpoint, train
 
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -428,7 +395,8 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     dev = task.load("dev", cfg.seed)
     gate_dev = [p for p in dev if p.meta["digits"] <= k + 1]  # the range and k + 1 (the bootstrap's first step)
     curve = work / DEV_CURVE_FILE
-    resumed_at = _last_trainer_step(work / "trainer")
+    resumed_from = latest_checkpoint(work / "trainer")
+    resumed_at = (checkpoint_step(resumed_from) or 0) if resumed_from else 0
     _rewrite_curve(curve, up_to=resumed_at)  # checks after the resumed step are redone
     callbacks = [gate_callback(cfg, task, tokenizer, gate_dev, curve)] if cfg.gate.every else []
     t = cfg.training
@@ -445,7 +413,10 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     train_rows = read_curve(work / TRAIN_CURVE_FILE)
     learnt_at = next((r["step"] for r in dev_rows if r["learnt"]), None)
     if cfg.gate.every:
-        plot_curves(train_rows, dev_rows, work / CURVES_PLOT, f"star base, seed {cfg.seed}")
+        from .plots import plot_base_curves
+
+        with contextlib.suppress(ImportError):  # no matplotlib: the curves stay as JSON lines
+            plot_base_curves(train_rows, dev_rows, work / CURVES_PLOT, f"star base, seed {cfg.seed}")
         if learnt_at is None:
             last = dev_rows[-1] if dev_rows else None
             reached = (f"at step {last['step']} dev reached {describe_accuracies(last['dev_correct_by_group'])}"
@@ -472,12 +443,12 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
         "dev_accuracy_by_group": {g: round(c / n, 4) if n else None for g, (c, n) in by_digits.items()},
         "eval_wall_s": round(time.perf_counter() - t1, 1),
     }
-    info["learnt_range"] = learnt_range(by_digits, info["k"])
-    info["gate"] = {**cfg.gate.model_dump(mode="json"), "learnt_at_step": learnt_at, "checks": len(dev_rows)}
-    if not info["learnt_range"]:
+    info["learnt_range"] = learnt_range(by_digits, info["k"], share=cfg.gate.share, lo=lo)
+    if not info["learnt_range"] and not cfg.gate.every:  # with a gate, its verdict was given above
         log.warning("the base did not learn its own range (digits <= k = %d; dev: %s): STaR needs a base that does; "
                     "train longer (training.steps) or build another seed", info["k"],
-                    ", ".join(f"{g} {c}/{n}" for g, (c, n) in by_digits.items() if digits_of(g) <= info["k"]))
+                    describe_accuracies({g: v for g, v in by_digits.items() if digits_of(g) <= info["k"]}))
+    info["gate"] = {**cfg.gate.model_dump(mode="json"), "learnt_at_step": learnt_at, "checks": len(dev_rows)}
     model.config.architectures = [type(model).__name__]
     staged = work / "model"
     save_checkpoint(model, tok, staged)
@@ -492,13 +463,6 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     shutil.rmtree(work, ignore_errors=True)
     log.info("base model in %s: %s", out, by_digits)
     return info
-
-
-def _last_trainer_step(trainer_dir: Path) -> int:
-    """The step of the newest complete trainer checkpoint in the work folder (0: none; training starts over)."""
-    steps = [int(c.name.removeprefix("checkpoint-")) for c in trainer_dir.glob("checkpoint-*")
-             if c.name.removeprefix("checkpoint-").isdigit() and (c / "trainer_state.json").is_file()]
-    return max(steps, default=0)
 
 
 def _rewrite_curve(path: Path, *, up_to: int) -> None:

@@ -231,3 +231,29 @@ def plot_digits(rep: dict[str, Any], seed: str, out: str | Path, arms: Sequence[
     axes[0][0].set_ylabel("test accuracy (Wilson 95 %)")
     fig.suptitle(f"STaR from a from-scratch base, seed {seed}: accuracy per digit count by iteration", fontsize=9)
     return _save(fig, Path(out))
+
+
+def plot_base_curves(train_rows: list[dict[str, Any]], dev_rows: list[dict[str, Any]], out: str | Path, title: str) -> Path:
+    """``star base``'s curves: loss per logged step above, dev accuracy per digit count at each gate check below."""
+    plt = _plt()
+    fig, (ax_loss, ax_dev) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    pts = [(r["step"], r["loss"]) for r in train_rows if "loss" in r]
+    if pts:
+        ax_loss.plot(*zip(*pts, strict=True), lw=1)
+        ax_loss.set_yscale("log")
+    ax_loss.set_ylabel("training loss")
+    ax_loss.set_title(title)
+    for g in sorted({g for r in dev_rows for g in r["dev_correct_by_group"]}, key=group_key):
+        cells = [(r["step"], r["dev_correct_by_group"][g]) for r in dev_rows if g in r["dev_correct_by_group"]]
+        ax_dev.plot([x for x, _ in cells], [c / n if n else 0.0 for _, (c, n) in cells], marker="o", ms=3, label=g)
+    learnt = [r["step"] for r in dev_rows if r.get("learnt")]
+    if learnt:
+        ax_dev.axvline(learnt[0], color="grey", ls="--", lw=1, label=f"range learnt (step {learnt[0]})")
+    ax_dev.set_ylim(-0.02, 1.02)
+    ax_dev.set_xlabel("optimizer step")
+    ax_dev.set_ylabel("dev accuracy (greedy)")
+    ax_dev.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return Path(out)

@@ -158,16 +158,21 @@ def resumable_checkpoint(workdir: Path, fingerprint: str, *, discard: bool = Tru
                 log.warning("discarding %s: it was left by a training of other inputs", workdir)
             shutil.rmtree(workdir, ignore_errors=True)
         return None
+    return latest_checkpoint(workdir)
+
+
+def latest_checkpoint(workdir: Path) -> Path | None:
+    """The newest complete trainer checkpoint (``checkpoint-N``) in ``workdir``, whatever inputs it was made from."""
     # trainer_state.json is written last: a save killed half-way is not resumable (save_total_limit=1 deletes the
     # older state only after the newer one is whole, so one complete state remains)
-    done = [c for c in workdir.glob(f"{_CHECKPOINT}*") if (c / "trainer_state.json").is_file() and _step_of(c) is not None]
-    return max(done, key=lambda c: _step_of(c) or 0) if done else None
+    done = [c for c in workdir.glob(f"{_CHECKPOINT}*") if (c / "trainer_state.json").is_file() and checkpoint_step(c) is not None]
+    return max(done, key=lambda c: checkpoint_step(c) or 0) if done else None
 
 
 _CHECKPOINT = "checkpoint-"  # the Trainer's folder prefix
 
 
-def _step_of(checkpoint: Path) -> int | None:
+def checkpoint_step(checkpoint: Path) -> int | None:
     step = checkpoint.name.removeprefix(_CHECKPOINT)
     return int(step) if step.isdigit() else None
 
@@ -266,7 +271,7 @@ def train(
         "first_logged_loss": losses[0] if losses else None,
         "last_logged_loss": losses[-1] if losses else None,
         "train_runtime_s": round(float(result.metrics.get("train_runtime", 0.0)), 2),
-        "resumed_from_step": _step_of(resume_from) if resume_from else None,
+        "resumed_from_step": checkpoint_step(resume_from) if resume_from else None,
         "report_to": cfg.report_to_list(),
         # an optimizer step takes batch_size examples on each process: the same `steps` see W times more data on
         # W processes (docs/star-gpu.md); recorded so runs on different GPU counts can be compared
