@@ -244,18 +244,14 @@ class ArithmeticTask(Task):
             held |= with_twins(set(test))
             # dev holds no commuted twin of a test problem (nor of another dev problem): such a draw is replaced
             dev: list[tuple[int, int]] = []
-            for pair in held_out[n_test:]:
-                if pair not in held:
-                    dev.append(pair)
-                    held |= with_twins({pair})
-            while len(dev) < n_dev:
-                more = [pair for pair in self._draw(rng, d, n_dev - len(dev), held) if pair not in held]
-                if not more:
-                    break  # a small pair space (1 digit) has no more
-                for pair in more:
+            candidates = held_out[n_test:]
+            while candidates:
+                for pair in candidates:
                     if pair not in held:
                         dev.append(pair)
                         held |= with_twins({pair})
+                # a small pair space (1 digit) may have no more to draw
+                candidates = self._draw(rng, d, n_dev - len(dev), held) if len(dev) < n_dev else []
             pool = self._draw(random.Random(f"arithmetic-pool-{self.o.split_seed}-{d}"), d, n_pool, held)
             for name, pairs in (("test", test), ("dev", dev), ("pool", pool)):
                 parts[name] += [self.make_problem(a, b, f"arith-{name}-{d}d-{j}") for j, (a, b) in enumerate(pairs)]
