@@ -85,7 +85,7 @@ class AnswerType:
 _MARKDOWN = re.compile(r"\*\*|__|`|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)")
 _NEXT_QUESTION = re.compile(r"\n\s*(?:Q|Question)\s*:", re.I)
 _LATEX_FRAC = re.compile(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}")
-_ANCHOR = re.compile(
+ANCHOR = re.compile(
     r"""
     \banswer(?:\s+choice)?(?:\s*\([^()\n]{0,40}\))?\s*(?:is|would\s+be|will\s+be|should\s+be|must\s+be|=|:)(?:\s*:)?
   | \b(?:correct|right|best|most\s+likely)\s+(?:option|choice|response)\s*(?:is|would\s+be|will\s+be|:)(?:\s*:)?
@@ -97,18 +97,18 @@ _ANCHOR = re.compile(
     re.I | re.X | re.M,
 )
 # Every answer phrase contains one of these (lower-case) strings; texts without any skip the regex.
-_ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with")
+ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with")
 _LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d)|\$(?![\d.-]))*""")
-_SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
-_NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
-_TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
-_UNANSWERED = re.compile(
+SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
+NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
+TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
+UNANSWERED = re.compile(
     r"^(?:unknown|unclear|uncertain|undetermined|none|n/?a|moot|cannot|can't|not\s+(?:known|sure|certain|possible|enough|clear|determinable))\b",
     re.I,
 )
 
 
-def _clean(text: str, source: Source) -> str:
+def clean_text(text: str, source: Source) -> str:
     if source == "extraction":
         m = _NEXT_QUESTION.search(text)
         if m:
@@ -120,7 +120,7 @@ def _clean(text: str, source: Source) -> str:
     return text
 
 
-def _span(text: str, start: int, end_re: re.Pattern[str] | None = None) -> str:
+def answer_span(text: str, start: int, end_re: re.Pattern[str] | None = None) -> str:
     """The first sentence of ``text`` from ``start``, without leading punctuation."""
     chunk = text[start : start + 400]
     lead = _LEAD.match(chunk)
@@ -130,19 +130,19 @@ def _span(text: str, start: int, end_re: re.Pattern[str] | None = None) -> str:
         if cut and chunk[cut - 1] == "(":
             cut -= 1
         chunk = chunk[cut:]
-    m = (end_re or _SPAN_END).search(chunk)
+    m = (end_re or SPAN_END).search(chunk)
     return chunk[: m.start()] if m else chunk
 
 
-def _spans(text: str, source: Source, end_re: re.Pattern[str] | None = None) -> list[tuple[int, str]]:
+def answer_spans(text: str, source: Source, end_re: re.Pattern[str] | None = None) -> list[tuple[int, str]]:
     """(position, sentence) after each answer phrase, last phrase first."""
     low = text.lower()
-    if any(k in low for k in _ANCHOR_KEYS):
-        out: list[tuple[int, str]] = [(m.end(), _span(text, m.end(), end_re)) for m in _ANCHOR.finditer(text)]
+    if any(k in low for k in ANCHOR_KEYS):
+        out: list[tuple[int, str]] = [(m.end(), answer_span(text, m.end(), end_re)) for m in ANCHOR.finditer(text)]
     else:
         out = []
     if source == "extraction":
-        out.insert(0, (0, _span(text, 0, end_re)))
+        out.insert(0, (0, answer_span(text, 0, end_re)))
     out.reverse()
     return out
 
@@ -160,7 +160,7 @@ def normalize_text(s: str) -> str:
     return " ".join(s.split())
 
 
-def _compact(s: str) -> str:
+def compact_text(s: str) -> str:
     return "".join(s.lower().translate(_PUNCT).split())
 
 
@@ -180,8 +180,8 @@ def text_f1(pred: str, gold: Sequence[str]) -> float:
     return best
 
 
-def _last_line(text: str) -> str:
+def last_line(text: str) -> str:
     for line in reversed(text.strip().splitlines()):
-        if line.strip(_TRAIL):
+        if line.strip(TRAIL):
             return line
     return ""

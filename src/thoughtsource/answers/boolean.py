@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..schema import BOOL_WORDS
-from .base import _UNANSWERED, AMBIGUOUS, NONE, AnswerType, Extraction, Mode, Source, _clean, _spans
-from .multiplechoice import _Choices, _choices, _letters
+from .base import AMBIGUOUS, NONE, UNANSWERED, AnswerType, Extraction, Mode, Source, answer_spans, clean_text
+from .multiplechoice import Choices, choice_letters, parse_choices
 
 _BOOL = re.compile(r"(?<![\w'-])(yes|no|true|false)(?![\w'-])", re.I)
 _NO_OK = re.compile(r"\s*(?:[.,;:!)]|$)")
@@ -32,7 +32,7 @@ def _bools(span: str, sentence_start: bool) -> list[tuple[int, int, bool]]:
     return out
 
 
-def _bool_in_span(span: str, ch: _Choices) -> Extraction | None:
+def _bool_in_span(span: str, ch: Choices) -> Extraction | None:
     found = _bools(span, True)
     if found:
         _, e0, first = found[0]
@@ -40,7 +40,7 @@ def _bool_in_span(span: str, ch: _Choices) -> Extraction | None:
             return AMBIGUOUS
         return Extraction(first, "bool:word")
     if ch.n:
-        letters = _letters(span, ch)
+        letters = choice_letters(span, ch)
         if letters:
             text = ch.texts[ord(letters[0][2]) - 65].strip().lower()
             if text in BOOL_WORDS:
@@ -48,9 +48,9 @@ def _bool_in_span(span: str, ch: _Choices) -> Extraction | None:
     return None
 
 
-def _extract_bool(text: str, mode: Mode, source: Source, ch: _Choices) -> Extraction:
-    for _, span in _spans(text, source):
-        if _UNANSWERED.match(span):
+def _extract_bool(text: str, mode: Mode, source: Source, ch: Choices) -> Extraction:
+    for _, span in answer_spans(text, source):
+        if UNANSWERED.match(span):
             continue
         r = _bool_in_span(span, ch)
         if r is not None:
@@ -70,7 +70,7 @@ class Bool(AnswerType):
     extraction = "kojima-yes-no"
 
     def extract(self, text: str, mode: Mode, source: Source, choices: Sequence[str]) -> Extraction:
-        return _extract_bool(_clean(text, source), mode, source, _choices(tuple(choices)))
+        return _extract_bool(clean_text(text, source), mode, source, parse_choices(tuple(choices)))
 
     def bare(self, text: str, choices: Sequence[str]) -> Extraction | None:
         if len(text) < 12:

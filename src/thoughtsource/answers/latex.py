@@ -8,8 +8,8 @@ from collections.abc import Hashable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from .base import _NEGATED, NONE, TRUNCATED, AnswerType, Extraction, Mode, Source
-from .number import _NUM, numbers_equal
+from .base import NEGATED, NONE, TRUNCATED, AnswerType, Extraction, Mode, Source
+from .number import NUM, numbers_equal
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
 _MATH_PHRASE = re.compile(
@@ -84,7 +84,7 @@ def _extract_math(text: str, mode: Mode, source: Source) -> Extraction:
         return Extraction(boxed.strip(), "math:boxed")
     for m in reversed(list(_MATH_PHRASE.finditer(text))):
         v = _math_after(text, m.end())
-        if v is not None and not _NEGATED.match(v):
+        if v is not None and not NEGATED.match(v):
             return Extraction(v, "math:after-phrase")
     if source == "extraction":
         v = _math_after(text, len(text) - len(text.lstrip(" \t:")))
@@ -97,7 +97,7 @@ def _extract_math(text: str, mode: Mode, source: Source) -> Extraction:
             v = _math_value(next(g for g in last.groups() if g is not None))
             if v is not None:
                 return Extraction(v, "math:last-math")
-        nums = list(_NUM.finditer(text))
+        nums = list(NUM.finditer(text))
         if nums:
             return Extraction(nums[-1].group(0).strip(), "math:last-number")
     return NONE

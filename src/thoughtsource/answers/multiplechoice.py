@@ -9,17 +9,17 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from .base import (
-    _ANCHOR_KEYS,
-    _NEGATED,
-    _TRAIL,
     AMBIGUOUS,
+    ANCHOR_KEYS,
+    NEGATED,
     NONE,
+    TRAIL,
     AnswerType,
     Extraction,
     Mode,
     Source,
-    _clean,
-    _spans,
+    answer_spans,
+    clean_text,
     normalize_text,
 )
 
@@ -41,22 +41,22 @@ _LIST_SEP = re.compile(r"^[\s,/&.]*(?:(?:or|and|nor|vs\.?)\b)?[\s,/&]*(?:maybe|p
 _LOWER_WORD = re.compile(r"\s+(?!(?:or|and|nor|through|to|vs)\b)[a-z]")
 
 
-class _Choices(NamedTuple):
+class Choices(NamedTuple):
     n: int
     norms: tuple[str, ...]  # normalized choice texts
     texts: tuple[str, ...]
 
 
 @lru_cache(maxsize=8192)
-def _choices(choices: tuple[str, ...]) -> _Choices:
-    return _Choices(len(choices), tuple(normalize_text(c) for c in choices), choices)
+def parse_choices(choices: tuple[str, ...]) -> Choices:
+    return Choices(len(choices), tuple(normalize_text(c) for c in choices), choices)
 
 
-def _letters(span: str, ch: _Choices, pattern: re.Pattern[str] = _LETTER) -> list[tuple[int, int, str]]:
+def choice_letters(span: str, ch: Choices, pattern: re.Pattern[str] = _LETTER) -> list[tuple[int, int, str]]:
     """(start, end, LETTER) of the choice letters in ``span``, in order."""
     out = []
     limit = ch.n if ch.n else 10
-    whole = span.strip(_TRAIL)
+    whole = span.strip(TRAIL)
     for m in pattern.finditer(span):
         kind = m.lastgroup
         letter = m.group(kind)  # type: ignore[arg-type]
@@ -77,7 +77,7 @@ def _letters(span: str, ch: _Choices, pattern: re.Pattern[str] = _LETTER) -> lis
     return out
 
 
-def _choice_text(span: str, ch: _Choices) -> Extraction | None:
+def _choice_text(span: str, ch: Choices) -> Extraction | None:
     if not ch.n:
         return None
     norm = normalize_text(span)
@@ -103,7 +103,7 @@ def _choice_text(span: str, ch: _Choices) -> Extraction | None:
     return AMBIGUOUS
 
 
-def _after_choice_text(span: str, pos: int, letter: str, ch: _Choices) -> int:
+def _after_choice_text(span: str, pos: int, letter: str, ch: Choices) -> int:
     """Position after the text of choice ``letter`` when it follows at ``pos`` ("B) falling down")."""
     idx = ord(letter) - 65
     if idx < ch.n:
@@ -115,8 +115,8 @@ def _after_choice_text(span: str, pos: int, letter: str, ch: _Choices) -> int:
     return pos
 
 
-def _mc_in_span(span: str, ch: _Choices) -> Extraction | None:
-    found = _letters(span, ch)
+def _mc_in_span(span: str, ch: Choices) -> Extraction | None:
+    found = choice_letters(span, ch)
     if found:
         _, e0, first = found[0]
         e0 = _after_choice_text(span, e0, first, ch)
@@ -132,15 +132,15 @@ def _mc_in_span(span: str, ch: _Choices) -> Extraction | None:
     return _choice_text(span, ch)
 
 
-def _extract_mc(text: str, mode: Mode, source: Source, ch: _Choices) -> Extraction:
-    for _, span in _spans(text, source):
-        if _NEGATED.match(span):
+def _extract_mc(text: str, mode: Mode, source: Source, ch: Choices) -> Extraction:
+    for _, span in answer_spans(text, source):
+        if NEGATED.match(span):
             continue
         r = _mc_in_span(span, ch)
         if r is not None:
             return r
     if mode == "flexible":
-        found = _letters(text, ch, _STRONG)
+        found = choice_letters(text, ch, _STRONG)
         if found:
             return Extraction(found[-1][2], "mc:last-letter")
     return NONE
@@ -161,7 +161,7 @@ class MultipleChoice(AnswerType):
     name = "multiplechoice"
 
     def extract(self, text: str, mode: Mode, source: Source, choices: Sequence[str]) -> Extraction:
-        return _extract_mc(_clean(text, source), mode, source, _choices(tuple(choices)))
+        return _extract_mc(clean_text(text, source), mode, source, parse_choices(tuple(choices)))
 
     def bare(self, text: str, choices: Sequence[str]) -> Extraction | None:
         m = _BARE_LETTER.fullmatch(text) if len(text) < 12 else None
@@ -175,7 +175,7 @@ class MultipleChoice(AnswerType):
             idx = ord(m.group(1)) - 65
             if idx < len(choices) and m.group(2).lower() == choices[idx].strip().rstrip(".").lower():
                 low = text.lower()
-                if not any(k in low for k in _ANCHOR_KEYS):
+                if not any(k in low for k in ANCHOR_KEYS):
                     return Extraction(m.group(1), "mc:letter")
         return None
 
@@ -191,7 +191,7 @@ class MultipleChoice(AnswerType):
         letters = [chr(65 + i) for i, c in enumerate(choices) if c == g]
         if not letters:
             norm = normalize_text(g)
-            letters = [chr(65 + i) for i, c in enumerate(_choices(tuple(choices)).norms) if c == norm]
+            letters = [chr(65 + i) for i, c in enumerate(parse_choices(tuple(choices)).norms) if c == norm]
         if letters:
             return letters[0] if len(letters) == 1 else frozenset(letters)
         s = g.strip().strip("()").upper()

@@ -13,22 +13,22 @@ from typing import Any
 
 from ..schema import parse_number
 from .base import (
-    _ANCHOR,
-    _ANCHOR_KEYS,
-    _NEGATED,
-    _SPAN_END,
     AMBIGUOUS,
+    ANCHOR,
+    ANCHOR_KEYS,
+    NEGATED,
     NONE,
+    SPAN_END,
     TRUNCATED,
     AnswerType,
     Extraction,
     Mode,
     Source,
-    _clean,
-    _span,
+    answer_span,
+    clean_text,
 )
 
-_NUM = re.compile(
+NUM = re.compile(
     r"""
     (?<![\w.,/])
     (?P<neg>[-−](?=\s?[$€£¥]?\s?[\d.]))?\s?
@@ -122,12 +122,12 @@ def _number_in_span(span: str) -> Extraction | None:
         marks = list(_RESULT.finditer(span))
         if marks and any(c.isdigit() for c in span[marks[-1].end() :]):
             span, rule = span[marks[-1].end() :], "number:after-phrase-result"
-    for m in _NUM.finditer(span):
+    for m in NUM.finditer(span):
         value = _num_value(m)
         if value is None:
             continue
         if _OR_NUMBER.match(span[m.end() :]):
-            other = _NUM.search(span, m.end())
+            other = NUM.search(span, m.end())
             if other is not None and _num_value(other) != value:
                 return AMBIGUOUS
         return Extraction(value, rule)
@@ -157,25 +157,25 @@ def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[str
     mark-up was removed) ends in a digit ("**1,250**" is closed)."""
     out: list[tuple[str, bool]] = []
     low = text.lower()
-    if any(k in low for k in _ANCHOR_KEYS):
-        for m in _ANCHOR.finditer(text):
+    if any(k in low for k in ANCHOR_KEYS):
+        for m in ANCHOR.finditer(text):
             line_start = text.rfind("\n", 0, m.start()) + 1
             restated = bool(_RESTATED.search(text, max(line_start, m.start() - 60), m.end()))
-            out.append((_span(text, m.end()), restated))
-        last = list(_ANCHOR.finditer(text))[-1] if out else None
+            out.append((answer_span(text, m.end()), restated))
+        last = list(ANCHOR.finditer(text))[-1] if out else None
         end = text.rstrip()
         if (
             last is not None
             and open_end
             and end[-1:].isdigit()
             and _PROSE_PHRASE.search(last.group(0))
-            and not _SPAN_END.search(text, last.end(), len(end))
+            and not SPAN_END.search(text, last.end(), len(end))
         ):
             if source != "extraction":
                 return None  # a CoT cut off mid-sentence: not answered
             out.pop()  # an extraction output answered at its start; the cut phrase after it does not count
     if source == "extraction":
-        out.insert(0, (_span(text, 0), False))
+        out.insert(0, (answer_span(text, 0), False))
     out.reverse()
     return out
 
@@ -222,7 +222,7 @@ def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True
         if again:
             restated.append(span)
             continue
-        if _NEGATED.match(span):
+        if NEGATED.match(span):
             continue
         r = _number_in_span(span)
         if r is not None:
@@ -233,7 +233,7 @@ def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True
             return r
     if mode == "flexible":
         last = None
-        for m in _NUM.finditer(text):
+        for m in NUM.finditer(text):
             last = m
         if last is not None:
             value = _num_value(last)
@@ -288,7 +288,7 @@ class Number(AnswerType):
         open_end = text.rstrip()[-1:].isdigit()
         if "\\" in text or "^" in text or "{,}" in text:
             text = _latex_numbers(text)
-        return _extract_number(_clean(text, source), mode, source, open_end)
+        return _extract_number(clean_text(text, source), mode, source, open_end)
 
     def gold(self, gold: Sequence[str], choices: Sequence[str], letter: str | None = None) -> Any:
         return parse_number(str(gold[0]))

@@ -7,11 +7,23 @@ import re
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from .base import _TRAIL, NONE, AnswerType, Extraction, Mode, Source, _clean, _compact, _last_line, _spans, normalize_text
+from .base import (
+    NONE,
+    TRAIL,
+    AnswerType,
+    Extraction,
+    Mode,
+    Source,
+    answer_spans,
+    clean_text,
+    compact_text,
+    last_line,
+    normalize_text,
+)
 
 
 def _text_value(span: str) -> str | None:
-    v = span.strip(_TRAIL).strip()
+    v = span.strip(TRAIL).strip()
     return v or None
 
 
@@ -19,13 +31,13 @@ _QUOTED = re.compile(r"""[\s:*]*(?:"([^"\n]+)"|“([^”\n]+)”)""")
 
 
 def _extract_text(text: str, mode: Mode, source: Source) -> Extraction:
-    for pos, span in _spans(text, source):
+    for pos, span in answer_spans(text, source):
         q = _QUOTED.match(text, pos)  # a quoted answer ends at its closing quote: '"ndoa" (without the quotes)'
         v = _text_value(q.group(1) or q.group(2)) if q else _text_value(span)
         if v is not None:
             return Extraction(v, "text:after-phrase")
     if mode == "flexible":
-        v = _text_value(_last_line(text))
+        v = _text_value(last_line(text))
         if v is not None:
             return Extraction(v, "text:last-line")
     return NONE
@@ -35,7 +47,7 @@ class Text(AnswerType):
     name = "text"
 
     def extract(self, text: str, mode: Mode, source: Source, choices: Sequence[str]) -> Extraction:
-        return _extract_text(_clean(text, source), mode, source)
+        return _extract_text(clean_text(text, source), mode, source)
 
     def gold(self, gold: Sequence[str], choices: Sequence[str], letter: str | None = None) -> Any:
         return tuple(str(x) for x in gold)
@@ -46,8 +58,8 @@ class Text(AnswerType):
         if any(norm == normalize_text(str(g)) for g in golds):
             return True
         # Spelled-out letter sequences ("n a o a" for "naoa"): compare without any whitespace, articles kept.
-        compact = _compact(str(value))
-        return bool(compact) and any(compact == _compact(str(g)) for g in golds)
+        compact = compact_text(str(value))
+        return bool(compact) and any(compact == compact_text(str(g)) for g in golds)
 
     def vote_key(self, value: Any) -> Hashable:
         return normalize_text(str(value))
