@@ -24,6 +24,7 @@ from .base import (
 )
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_STAR_LETTERS = LETTERS.lower()  # STaR's prompts letter choices "(a) ..."
 
 _LETTER = re.compile(
     r"""
@@ -215,3 +216,37 @@ class MultipleChoice(AnswerType):
     def answer_text(self, value: Any, choices: Sequence[str]) -> str | None:
         i = ord(str(value).upper()) - 65
         return choices[i] if 0 <= i < len(choices) else None
+
+    def gold_problems(self, answer: Sequence[str], choices: Sequence[str]) -> list[str]:
+        problems = []
+        if len(choices) < 2:
+            problems.append(f"field 'choices': a multiplechoice sample needs at least 2 choices, got {len(choices)}")
+        problems += [f"field 'answer': {a!r} is not one of the choices {list(choices)!r}" for a in answer if a not in choices]
+        return problems + super().gold_problems(answer, choices)
+
+    def question_choices(self, choices: Sequence[str]) -> Sequence[str]:
+        return choices
+
+    def published_gold(self, gold: str, choices: Sequence[str]) -> tuple[str, str | None]:
+        # Kojima's logs print the gold letter: the sample stores that choice's text (the schema), and the letter
+        # where several choices have that text, so the gold is scored by position.
+        if choices and len(gold) == 1 and 0 <= ord(gold) - 65 < len(choices):
+            text = choices[ord(gold) - 65]
+            return text, gold if list(choices).count(text) > 1 else None
+        return gold, None
+
+    def star_answer(self, answer: str, choices: Sequence[str]) -> str:
+        return f"{answer} ({_STAR_LETTERS[list(choices).index(answer)]})"
+
+    def star_hint(self, answer: str, choices: Sequence[str]) -> str:
+        return "(CORRECT)"
+
+    def star_question(self, question: str, answer: str, choices: Sequence[str], hint: bool) -> str:
+        marked = [f" {self.star_hint(answer, choices)}" if hint and c == answer else "" for c in choices]
+        listed = "".join(f"({_STAR_LETTERS[i]}) {c}{m}\n" for i, (c, m) in enumerate(zip(choices, marked, strict=True)))
+        return f"{question}\nAnswer Choices:\n{listed}"
+
+    def star_completion(self, answer: str, choices: Sequence[str], rationale: str | None) -> str:
+        if rationale is None:  # the authors' direct prompt: "A: (e)."
+            return f" ({_STAR_LETTERS[list(choices).index(answer)]})."
+        return self.completion(answer, choices, rationale)

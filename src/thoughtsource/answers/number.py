@@ -242,6 +242,8 @@ def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True
     return NONE
 
 
+_FRACTION = re.compile(r"(?<![\d/])(\d+)\s*/\s*\d+(?![\d/])")
+
 # A float whose shortest repr has this many significant digits is a computed value (2/3 -> 0.6666666666666666),
 # not a stated one: it stands for the number it rounds.
 _COMPUTED_DIGITS = 15
@@ -302,3 +304,26 @@ class Number(AnswerType):
     def answer_text(self, value: Any, choices: Sequence[str]) -> str | None:
         f = float(value)
         return str(int(f)) if f.is_integer() else repr(f)
+
+    def gold_problems(self, answer: Sequence[str], choices: Sequence[str]) -> list[str]:
+        problems = [f"field 'answer': expected a number, got {a!r}" for a in answer if parse_number(str(a)) is None]
+        return problems + super().gold_problems(answer, choices)
+
+    def published_gold(self, gold: str, choices: Sequence[str]) -> tuple[str, str | None]:
+        return gold.replace(",", ""), None
+
+    def published_reason(self, pred: str, text: str, value: Any, gold: Any, correct: bool) -> str | None:
+        said = parse_number(pred) if correct else None
+        if said is not None and gold is not None and self.equal(said, gold):
+            return "kojima-string-compare"  # the same number written otherwise ("8.0" for 8)
+        if any(m.group(1) == pred for m in _FRACTION.finditer(text)):
+            return "fraction"  # the published cleanser kept a fraction's numerator
+        if re.search(rf"(?<![\d.])\.{re.escape(pred)}\b", text):
+            return "decimal-point"  # ... or the digits after a bare decimal point
+        if pred and pred not in text and pred in text.replace(",", ""):
+            return "comma-removal"  # ... or two numbers joined by removing their commas
+        return None
+
+    def star_completion(self, answer: str, choices: Sequence[str], rationale: str | None) -> str:
+        # GSM8K's format (the STaR authors' prompt): the rationale lines, then "#### 72"
+        return f" #### {answer}" if rationale is None else f" {rationale.strip()}\n#### {answer}"
