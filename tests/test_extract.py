@@ -462,3 +462,55 @@ def test_math_answer_cut_off_inside_its_math_span_is_not_read() -> None:
     # so the earlier complete answer stands
     text = "$f(1986) = 1986.$\n\nThe answer is $f(1986) = 1"
     assert extract(text, "math") == ("f(1986) = 1986", "math:after-phrase")
+
+
+# "The answer is X, not Y" and its family: one case per phrasing, each read as a careful human reads it.  The
+# "not Y but X" and "not Y, it is X" forms gave no answer in strict mode before (the negation skipped the whole
+# sentence); a sentence that only negates still gives none.
+FAMILY = [
+    "The answer is {x}, not {y}.",
+    "The answer is not {y} but {x}.",
+    "The answer is not {y}, but rather {x}.",
+    "The answer is {x} (not {y}).",
+    "Instead of {y}, the answer is {x}.",
+    "The answer is {x}, instead of {y}.",
+    "The answer is {x} rather than {y}.",
+    "The answer is not {y}, it is {x}.",
+    "The answer is {x} and not {y}.",
+]
+FAMILY_VALUES: dict[str, tuple[str, str, list[str], Any]] = {
+    "number": ("6", "5", [], 6.0),
+    "multiplechoice": ("(E)", "(D)", ["sing", "neat", "allergies", "living", "water"], "E"),
+    "bool": ("yes", "no", [], True),
+}
+
+
+@pytest.mark.parametrize("phrasing", FAMILY)
+@pytest.mark.parametrize("answer_type", list(FAMILY_VALUES))
+def test_the_answer_is_x_not_y_reads_x(answer_type: str, phrasing: str) -> None:
+    x, y, choices, value = FAMILY_VALUES[answer_type]
+    text = phrasing.format(x=x, y=y)
+    for mode in ("strict", "flexible"):
+        assert extract(text, answer_type, mode=mode, source="cot", choices=choices).value == value, (text, mode)
+
+
+@pytest.mark.parametrize("text", ["The answer is not (D).", "The answer is not only (D) but also (E).",
+                                  "The answer is not (D); the rest is unclear."])
+def test_an_answer_sentence_that_only_negates_states_nothing(text: str) -> None:
+    assert extract(text, "multiplechoice", source="cot", choices=list("abcde")).value is None
+    assert extract(text.replace("(D)", "5").replace("(E)", "6"), "number", source="cot").value is None
+
+
+def test_not_these_but_that_in_a_real_cot(shared_data: Path) -> None:
+    """GPT-3.5-turbo on CommonsenseQA (ThoughtSource's released run): "the answer is not A, B, C, or D, but E) using
+    water" gave no answer in strict mode (the negation skipped the sentence); it is E, the gold."""
+    from thoughtsource.collection import Collection
+
+    path = shared_data / "thoughtsource_examples" / "model_runs" / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
+    sample = next(s for s in Collection.load(path)["commonsense_qa"]["validation"] if s.id == "6be05d227f4f6fe727218fc8be9df340")
+    cot = next(c.cot for c in sample.generated_cot if c.id == "5b5858a7-44a5-4a27-be86-32ea0b2defc4")
+    assert "Therefore, the answer is not A, B, C, or D, but E) using water" in cot
+    gold = gold_value("multiplechoice", sample.answer, sample.choices)
+    for mode in ("strict", "flexible"):
+        e = extract(cot, "multiplechoice", mode=mode, source="cot", choices=sample.choices)  # type: ignore[arg-type]
+        assert e == ("E", "mc:letter") and is_correct(e.value, "multiplechoice", gold)

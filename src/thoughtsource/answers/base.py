@@ -159,6 +159,17 @@ ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "p
 _LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d)|\$(?![\d.-]))*""")
 SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
 NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
+# "not 5 but 6", "not D, but rather E", "not 5, it is 6": where a negated answer goes on to state the answer
+_AFFIRMED = re.compile(r"\bbut(?!\s+also\b)(?:\s+(?:rather|instead))?\b|,\s*(?:it|this|that)(?:\s+is|'s)\b", re.I)
+
+
+def affirmed(span: str) -> str | None:
+    """What an answer sentence states: the whole ``span``, or where it opens with a negation, the part after
+    "but (rather)" or ", it is" ("not 5 but 6" -> "6"); None where it only negates ("not 5", "not only 5 but also 6")."""
+    if not NEGATED.match(span):
+        return span
+    m = _AFFIRMED.search(span)
+    return span[m.end() :] if m else None
 TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
 UNANSWERED = re.compile(
     r"^(?:unknown|unclear|uncertain|undetermined|none|n/?a|moot|cannot|can't|not\s+(?:known|sure|certain|possible|enough|clear|determinable))\b",

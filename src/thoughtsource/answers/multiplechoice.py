@@ -11,13 +11,13 @@ from typing import Any, NamedTuple
 from .base import (
     AMBIGUOUS,
     ANCHOR_KEYS,
-    NEGATED,
     NONE,
     TRAIL,
     AnswerType,
     Extraction,
     Mode,
     Source,
+    affirmed,
     answer_spans,
     clean_text,
     normalize_text,
@@ -135,9 +135,10 @@ def _mc_in_span(span: str, ch: Choices) -> Extraction | None:
 
 def _extract_mc(text: str, mode: Mode, source: Source, ch: Choices) -> Extraction:
     for _, span in answer_spans(text, source):
-        if NEGATED.match(span):
+        said = affirmed(span)
+        if said is None:
             continue
-        r = _mc_in_span(span, ch)
+        r = _mc_in_span(said, ch)
         if r is not None:
             return r
     if mode == "flexible":

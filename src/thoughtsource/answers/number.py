@@ -16,7 +16,6 @@ from .base import (
     AMBIGUOUS,
     ANCHOR,
     ANCHOR_KEYS,
-    NEGATED,
     NONE,
     SPAN_END,
     TRUNCATED,
@@ -24,6 +23,7 @@ from .base import (
     Extraction,
     Mode,
     Source,
+    affirmed,
     answer_span,
     clean_text,
 )
@@ -222,9 +222,10 @@ def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True
         if again:
             restated.append(span)
             continue
-        if NEGATED.match(span):
+        said = affirmed(span)
+        if said is None:
             continue
-        r = _number_in_span(span)
+        r = _number_in_span(said)
         if r is not None:
             return r
     for span in restated:  # only a restatement states an answer ("The answer (in words) is twelve.")
