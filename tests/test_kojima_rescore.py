@@ -168,3 +168,35 @@ def test_the_file_route_and_the_log_route_agree(logs_dir: Path, name: str) -> No
     c = Collection(data={log.dataset: {"test": log_to_samples(log)}})
     (acc,) = evaluate_frame(c, modes=("strict",)).accuracy["accuracy"].tolist()
     assert 100 * acc == pytest.approx(rescore_log(log, "strict").our_accuracy, abs=1e-9)
+
+
+def test_which_answer_counts_a_cot_cut_off_while_it_lists_choices(logs_dir: Path) -> None:
+    """Kojima's zero-shot-CoT CoTs end where the token limit cut them.  One cut while it listed choices as its answer
+    is not answered (as a number cut mid-sentence is not); one cut after a whole letter answered that letter; one
+    cut before any letter answered nothing."""
+    from thoughtsource.extract import extract
+
+    cut_in_a_list = {
+        ("commonsensqa_zero_shot_cot", 854): "So, the answer must be either (D) university or (",  # was read D
+        ("commonsensqa_zero_shot_cot", 273): "Therefore, the answer must be (A) countryside, (",  # was read A
+    }
+    letter_then_cut = {
+        ("aqua_zero_shot_cot", 171): ("The answer is (B", "B"),
+        ("shuffled_objects_zero_shot_cot", 165): ("Therefore, the answer is (A", "A"),
+        ("date_understanding_zero_shot_cot", 121): ("Therefore, the answer is (E) 04/19", "E"),
+    }
+    for (name, index), ending in cut_in_a_list.items():
+        r = _record(logs_dir, name, index)
+        assert r.cot.rstrip().endswith(ending), (name, index)
+        for mode in ("strict", "flexible"):
+            e = extract(r.cot, "multiplechoice", source="cot", mode=mode, choices=r.choices)  # type: ignore[arg-type]
+            assert e == (None, "truncated"), (name, index, mode)
+        # the same sentence as an extraction output's trailing phrase: its first answer stands
+        assert extract(f" (B). {ending}", "multiplechoice", choices=r.choices).value == "B"
+    for (name, index), (ending, letter) in letter_then_cut.items():
+        r = _record(logs_dir, name, index)
+        assert r.cot.rstrip().endswith(ending), (name, index)
+        assert extract(r.cot, "multiplechoice", source="cot", choices=r.choices) == (letter, "mc:letter")
+    r = _record(logs_dir, "commonsensqa_zero_shot_cot", 310)
+    assert r.cot.rstrip().endswith("Therefore, the answer is (")
+    assert extract(r.cot, "multiplechoice", source="cot", choices=r.choices).value is None

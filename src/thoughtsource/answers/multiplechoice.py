@@ -13,6 +13,7 @@ from .base import (
     ANCHOR_KEYS,
     NONE,
     TRAIL,
+    TRUNCATED,
     AnswerType,
     Extraction,
     Mode,
@@ -133,8 +134,23 @@ def _mc_in_span(span: str, ch: Choices) -> Extraction | None:
     return _choice_text(span, ch)
 
 
+# an answer sentence that ends while it lists choices: "either (D) university or (", "(A) countryside, ("
+_DANGLING = re.compile(r"(?:,|\bor|\band|\beither)\s*\(?\s*$", re.I)
+
+
+def _cut_in_a_list(text: str, span: str) -> bool:
+    """Whether ``text`` ends inside this answer sentence while it lists choices (it was cut off)."""
+    tail = span.rstrip()
+    return bool(tail) and text.rstrip().endswith(tail) and _DANGLING.search(tail) is not None
+
+
 def _extract_mc(text: str, mode: Mode, source: Source, ch: Choices) -> Extraction:
-    for _, span in answer_spans(text, source):
+    spans = answer_spans(text, source)
+    if spans and _cut_in_a_list(text, spans[0][1]):
+        if source != "extraction":
+            return TRUNCATED  # a CoT cut off while it listed its answer: not answered (as for numbers)
+        spans = spans[1:]  # an extraction output answered at its start; the cut phrase after it does not count
+    for _, span in spans:
         said = affirmed(span)
         if said is None:
             continue
