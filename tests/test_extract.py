@@ -466,7 +466,7 @@ def test_math_answer_cut_off_inside_its_math_span_is_not_read() -> None:
 
 # "The answer is X, not Y" and its family: one case per phrasing, each read as a careful human reads it.  The
 # "not Y but X" and "not Y, it is X" forms gave no answer in strict mode before (the negation skipped the whole
-# sentence); a sentence that only negates still gives none.
+# sentence), and the math type read "6, not 5" as the answer "6, not 5"; a sentence that only negates gives none.
 FAMILY = [
     "The answer is {x}, not {y}.",
     "The answer is not {y} but {x}.",
@@ -476,22 +476,29 @@ FAMILY = [
     "The answer is {x}, instead of {y}.",
     "The answer is {x} rather than {y}.",
     "The answer is not {y}, it is {x}.",
+    "The answer is not {y}; it is {x}.",
+    "The answer is not {y}; instead, it is {x}.",
     "The answer is {x} and not {y}.",
 ]
-FAMILY_VALUES: dict[str, tuple[str, str, list[str], Any]] = {
-    "number": ("6", "5", [], 6.0),
-    "multiplechoice": ("(E)", "(D)", ["sing", "neat", "allergies", "living", "water"], "E"),
-    "bool": ("yes", "no", [], True),
+# per type: (x, y, choices, the gold as a sample stores it)
+FAMILY_VALUES: dict[str, tuple[str, str, list[str], list[str]]] = {
+    "number": ("6", "5", [], ["6"]),
+    "multiplechoice": ("(E)", "(D)", ["sing", "neat", "allergies", "living", "water"], ["water"]),
+    "bool": ("yes", "no", [], ["yes"]),
+    "math": ("\\frac{1}{3}", "\\frac{1}{2}", [], ["\\frac13"]),
 }
 
 
 @pytest.mark.parametrize("phrasing", FAMILY)
 @pytest.mark.parametrize("answer_type", list(FAMILY_VALUES))
 def test_the_answer_is_x_not_y_reads_x(answer_type: str, phrasing: str) -> None:
-    x, y, choices, value = FAMILY_VALUES[answer_type]
+    x, y, choices, answer = FAMILY_VALUES[answer_type]
     text = phrasing.format(x=x, y=y)
+    gold = gold_value(answer_type, answer, choices)
     for mode in ("strict", "flexible"):
-        assert extract(text, answer_type, mode=mode, source="cot", choices=choices).value == value, (text, mode)
+        e = extract(text, answer_type, mode=mode, source="cot", choices=choices)  # type: ignore[arg-type]
+        assert e.rule.endswith("after-phrase") or e.rule in ("mc:letter", "bool:word"), (text, mode, e)
+        assert is_correct(e.value, answer_type, gold), (text, mode, e)
 
 
 @pytest.mark.parametrize("text", ["The answer is not (D).", "The answer is not only (D) but also (E).",
@@ -499,6 +506,7 @@ def test_the_answer_is_x_not_y_reads_x(answer_type: str, phrasing: str) -> None:
 def test_an_answer_sentence_that_only_negates_states_nothing(text: str) -> None:
     assert extract(text, "multiplechoice", source="cot", choices=list("abcde")).value is None
     assert extract(text.replace("(D)", "5").replace("(E)", "6"), "number", source="cot").value is None
+    assert extract(text.replace("(D)", "$5$").replace("(E)", "$6$"), "math", source="cot").value is None
 
 
 def test_not_these_but_that_in_a_real_cot(shared_data: Path) -> None:

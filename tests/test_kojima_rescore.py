@@ -200,3 +200,20 @@ def test_which_answer_counts_a_cot_cut_off_while_it_lists_choices(logs_dir: Path
     r = _record(logs_dir, "commonsensqa_zero_shot_cot", 310)
     assert r.cot.rstrip().endswith("Therefore, the answer is (")
     assert extract(r.cot, "multiplechoice", source="cot", choices=r.choices).value is None
+
+
+def test_a_choice_text_that_two_choices_share_named_in_a_sentence_is_read_not_a_crash(logs_dir: Path) -> None:
+    """Kojima CommonsenseQA 587 has "mortal" as choices A and E.  Its CoT read as an answer-extraction output, or any
+    answer sentence naming "mortal" among other words, raised IndexError (the two equal matches each dropped the
+    other as 'contained in a longer one'); the first letter with that text stands for it, as an exact match does."""
+    from thoughtsource.extract import extract, gold_value, is_correct
+
+    r = _record(logs_dir, "commonsensqa_zero_shot_cot", 587)
+    assert r.choices == ["mortal", "dying", "death", "dead", "mortal"]
+    assert r.cot.lstrip().startswith("A person who doesn't have immortality is mortal.")
+    gold = gold_value("multiplechoice", ["mortal"], r.choices)  # the text of A and E: either letter is right
+    for text, source in ((r.cot, "extraction"), ("So the answer is mortal, as the question says.", "cot"),
+                         ("Therefore, the answer is that such a person is mortal.", "cot")):
+        e = extract(text, "multiplechoice", source=source, choices=r.choices)  # type: ignore[arg-type]
+        assert e == ("A", "mc:choice-text") and is_correct(e.value, "multiplechoice", gold), (text, e)
+    assert extract("The answer is mortal or dead.", "multiplechoice", source="cot", choices=r.choices).rule == "ambiguous"

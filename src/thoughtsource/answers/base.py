@@ -159,17 +159,27 @@ ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "p
 _LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d)|\$(?![\d.-]))*""")
 SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
 NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
-# "not 5 but 6", "not D, but rather E", "not 5, it is 6": where a negated answer goes on to state the answer
-_AFFIRMED = re.compile(r"\bbut(?!\s+also\b)(?:\s+(?:rather|instead))?\b|,\s*(?:it|this|that)(?:\s+is|'s)\b", re.I)
+# Where an answer sentence that opens with a negation goes on to state the answer: "not 5 but 6", "not D, but
+# rather E", "not 5, it is 6", "not 5; instead, it is 6", "not 5; rather, 6" (not "not only 5 but also 6").
+AFFIRMED = re.compile(
+    r"\bbut(?!\s+also\b)(?:\s+(?:rather|instead))?\b"
+    r"|[,;]\s*(?:(?:instead|rather)\b,?\s*)?(?:it|this|that)(?:\s+is|'s)\b"
+    r"|;\s*(?:instead|rather)\b,?",
+    re.I,
+)
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n|\}")  # SPAN_END without ";"
 
 
-def affirmed(span: str) -> str | None:
-    """What an answer sentence states: the whole ``span``, or where it opens with a negation, the part after
-    "but (rather)" or ", it is" ("not 5 but 6" -> "6"); None where it only negates ("not 5", "not only 5 but also 6")."""
+def affirmed(text: str, pos: int, span: str, end_re: re.Pattern[str] | None = None) -> str | None:
+    """What the answer sentence ``span`` (read at ``pos`` of ``text`` by :func:`answer_span`) states: the span, or
+    where it opens with a negation, the answer after "but (rather)", ", it is" or "; instead," in the same sentence
+    ("not 5 but 6" -> "6"); None where it only negates ("not 5", "not only 5 but also 6")."""
     if not NEGATED.match(span):
         return span
-    m = _AFFIRMED.search(span)
-    return span[m.end() :] if m else None
+    start = text.find(span, pos)
+    stop = _SENTENCE_END.search(text, start)
+    m = AFFIRMED.search(text, start, stop.start() if stop else len(text))
+    return answer_span(text, m.end(), end_re) if m else None
 TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
 UNANSWERED = re.compile(
     r"^(?:unknown|unclear|uncertain|undetermined|none|n/?a|moot|cannot|can't|not\s+(?:known|sure|certain|possible|enough|clear|determinable))\b",

@@ -92,8 +92,11 @@ def _choice_text(span: str, ch: Choices) -> Extraction | None:
     hits = [(padded.find(f" {c} "), len(c), i) for i, c in enumerate(ch.norms) if c and f" {c} " in padded]
     if not hits:
         return None
-    # Drop choices contained in a longer matched one ("money" inside "money bank").
-    hits = [h for h in hits if not any(o[2] != h[2] and o[0] <= h[0] and h[0] + h[1] <= o[0] + o[1] for o in hits)]
+    # Drop choices contained in a longer matched one ("money" inside "money bank"), and a choice whose text is the
+    # text of an earlier one (CommonsenseQA's "mortal" as A and E): the first letter with that text stands for it, as
+    # an exact match does (gold by position accepts any of them).
+    hits = [h for h in hits if not any(o[2] != h[2] and o[0] <= h[0] and h[0] + h[1] <= o[0] + o[1]
+                                       and (o[1] > h[1] or o[2] < h[2]) for o in hits)]
     hits.sort()
     if len(hits) > 1 and _LIST_SEP.match(padded[hits[0][0] + hits[0][1] + 1 : hits[1][0]]):
         return AMBIGUOUS  # "wealth or get rich"
@@ -150,8 +153,8 @@ def _extract_mc(text: str, mode: Mode, source: Source, ch: Choices) -> Extractio
         if source != "extraction":
             return TRUNCATED  # a CoT cut off while it listed its answer: not answered (as for numbers)
         spans = spans[1:]  # an extraction output answered at its start; the cut phrase after it does not count
-    for _, span in spans:
-        said = affirmed(span)
+    for pos, span in spans:
+        said = affirmed(text, pos, span)
         if said is None:
             continue
         r = _mc_in_span(said, ch)

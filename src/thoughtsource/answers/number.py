@@ -149,19 +149,19 @@ _RESTATED = re.compile(
 _PROSE_PHRASE = re.compile(r"(?:is|be)(?:\s*:)?$", re.I)
 
 
-def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[str, bool]] | None:
-    """(sentence, restates an earlier answer) after each answer phrase, last phrase first.
+def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[int, str, bool]] | None:
+    """(position, sentence, restates an earlier answer) after each answer phrase, last phrase first.
 
     A CoT cut off in the sentence of its last answer phrase is None (not answered); an extraction
     output, whose start is its answer, loses only that cut phrase.  ``open_end``: the text as written (before
     mark-up was removed) ends in a digit ("**1,250**" is closed)."""
-    out: list[tuple[str, bool]] = []
+    out: list[tuple[int, str, bool]] = []
     low = text.lower()
     if any(k in low for k in ANCHOR_KEYS):
         for m in ANCHOR.finditer(text):
             line_start = text.rfind("\n", 0, m.start()) + 1
             restated = bool(_RESTATED.search(text, max(line_start, m.start() - 60), m.end()))
-            out.append((answer_span(text, m.end()), restated))
+            out.append((m.end(), answer_span(text, m.end()), restated))
         last = list(ANCHOR.finditer(text))[-1] if out else None
         end = text.rstrip()
         if (
@@ -175,7 +175,7 @@ def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[str
                 return None  # a CoT cut off mid-sentence: not answered
             out.pop()  # an extraction output answered at its start; the cut phrase after it does not count
     if source == "extraction":
-        out.insert(0, (answer_span(text, 0), False))
+        out.insert(0, (0, answer_span(text, 0), False))
     out.reverse()
     return out
 
@@ -218,11 +218,11 @@ def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True
     if phrases is None:
         return TRUNCATED
     restated: list[str] = []
-    for span, again in phrases:
+    for pos, span, again in phrases:
         if again:
             restated.append(span)
             continue
-        said = affirmed(span)
+        said = affirmed(text, pos, span)
         if said is None:
             continue
         r = _number_in_span(said)
