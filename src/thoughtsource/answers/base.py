@@ -168,18 +168,6 @@ AFFIRMED = re.compile(
     re.I,
 )
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n|\}")  # SPAN_END without ";"
-
-
-def affirmed(text: str, pos: int, span: str, end_re: re.Pattern[str] | None = None) -> str | None:
-    """What the answer sentence ``span`` (read at ``pos`` of ``text`` by :func:`answer_span`) states: the span, or
-    where it opens with a negation, the answer after "but (rather)", ", it is" or "; instead," in the same sentence
-    ("not 5 but 6" -> "6"); None where it only negates ("not 5", "not only 5 but also 6")."""
-    if not NEGATED.match(span):
-        return span
-    start = text.find(span, pos)
-    stop = _SENTENCE_END.search(text, start)
-    m = AFFIRMED.search(text, start, stop.start() if stop else len(text))
-    return answer_span(text, m.end(), end_re) if m else None
 TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
 UNANSWERED = re.compile(
     r"^(?:unknown|unclear|uncertain|undetermined|none|n/?a|moot|cannot|can't|not\s+(?:known|sure|certain|possible|enough|clear|determinable))\b",
@@ -224,6 +212,18 @@ def answer_spans(text: str, source: Source, end_re: re.Pattern[str] | None = Non
         out.insert(0, (0, answer_span(text, 0, end_re)))
     out.reverse()
     return out
+
+
+def affirmed(text: str, pos: int, span: str, end_re: re.Pattern[str] | None = None) -> str | None:
+    """What the answer sentence ``span`` (read at ``pos`` of ``text`` by :func:`answer_span`) states: the span, or
+    where it opens with a negation, the answer after "but (rather)", ", it is" or "; instead," in the same sentence
+    ("not 5 but 6" -> "6"); None where it only negates ("not 5", "not only 5 but also 6")."""
+    if not NEGATED.match(span):
+        return span
+    start = text.find(span, pos)
+    stop = _SENTENCE_END.search(text, start)
+    m = AFFIRMED.search(text, start, stop.start() if stop else len(text))
+    return answer_span(text, m.end(), end_re) if m else None
 
 
 # ---------------------------------------------------------------------------------------------
