@@ -462,3 +462,63 @@ def test_math_answer_cut_off_inside_its_math_span_is_not_read() -> None:
     # so the earlier complete answer stands
     text = "$f(1986) = 1986.$\n\nThe answer is $f(1986) = 1"
     assert extract(text, "math") == ("f(1986) = 1986", "math:after-phrase")
+
+
+# "The answer is X, not Y" and its family: one case per phrasing, each read as a careful human reads it.  The
+# "not Y but X" and "not Y, it is X" forms gave no answer in strict mode before (the negation skipped the whole
+# sentence), and the math type read "6, not 5" as the answer "6, not 5"; a sentence that only negates gives none.
+FAMILY = [
+    "The answer is {x}, not {y}.",
+    "The answer is not {y} but {x}.",
+    "The answer is not {y}, but rather {x}.",
+    "The answer is {x} (not {y}).",
+    "Instead of {y}, the answer is {x}.",
+    "The answer is {x}, instead of {y}.",
+    "The answer is {x} rather than {y}.",
+    "The answer is not {y}, it is {x}.",
+    "The answer is not {y}; it is {x}.",
+    "The answer is not {y}; instead, it is {x}.",
+    "The answer is {x} and not {y}.",
+]
+# per type: (x, y, choices, the gold as a sample stores it)
+FAMILY_VALUES: dict[str, tuple[str, str, list[str], list[str]]] = {
+    "number": ("6", "5", [], ["6"]),
+    "multiplechoice": ("(E)", "(D)", ["sing", "neat", "allergies", "living", "water"], ["water"]),
+    "bool": ("yes", "no", [], ["yes"]),
+    "math": ("\\frac{1}{3}", "\\frac{1}{2}", [], ["\\frac13"]),
+}
+
+
+@pytest.mark.parametrize("phrasing", FAMILY)
+@pytest.mark.parametrize("answer_type", list(FAMILY_VALUES))
+def test_the_answer_is_x_not_y_reads_x(answer_type: str, phrasing: str) -> None:
+    x, y, choices, answer = FAMILY_VALUES[answer_type]
+    text = phrasing.format(x=x, y=y)
+    gold = gold_value(answer_type, answer, choices)
+    for mode in ("strict", "flexible"):
+        e = extract(text, answer_type, mode=mode, source="cot", choices=choices)  # type: ignore[arg-type]
+        assert e.rule.endswith("after-phrase") or e.rule in ("mc:letter", "bool:word"), (text, mode, e)
+        assert is_correct(e.value, answer_type, gold), (text, mode, e)
+
+
+@pytest.mark.parametrize("text", ["The answer is not (D).", "The answer is not only (D) but also (E).",
+                                  "The answer is not (D); the rest is unclear."])
+def test_an_answer_sentence_that_only_negates_states_nothing(text: str) -> None:
+    assert extract(text, "multiplechoice", source="cot", choices=list("abcde")).value is None
+    assert extract(text.replace("(D)", "5").replace("(E)", "6"), "number", source="cot").value is None
+    assert extract(text.replace("(D)", "$5$").replace("(E)", "$6$"), "math", source="cot").value is None
+
+
+def test_not_these_but_that_in_a_real_cot(shared_data: Path) -> None:
+    """GPT-3.5-turbo on CommonsenseQA (ThoughtSource's released run): "the answer is not A, B, C, or D, but E) using
+    water" gave no answer in strict mode (the negation skipped the sentence); it is E, the gold."""
+    from thoughtsource.collection import Collection
+
+    path = shared_data / "thoughtsource_examples" / "model_runs" / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
+    sample = next(s for s in Collection.load(path)["commonsense_qa"]["validation"] if s.id == "6be05d227f4f6fe727218fc8be9df340")
+    cot = next(c.cot for c in sample.generated_cot if c.id == "5b5858a7-44a5-4a27-be86-32ea0b2defc4")
+    assert "Therefore, the answer is not A, B, C, or D, but E) using water" in cot
+    gold = gold_value("multiplechoice", sample.answer, sample.choices)
+    for mode in ("strict", "flexible"):
+        e = extract(cot, "multiplechoice", mode=mode, source="cot", choices=sample.choices)  # type: ignore[arg-type]
+        assert e == ("E", "mc:letter") and is_correct(e.value, "multiplechoice", gold)

@@ -168,3 +168,52 @@ def test_the_file_route_and_the_log_route_agree(logs_dir: Path, name: str) -> No
     c = Collection(data={log.dataset: {"test": log_to_samples(log)}})
     (acc,) = evaluate_frame(c, modes=("strict",)).accuracy["accuracy"].tolist()
     assert 100 * acc == pytest.approx(rescore_log(log, "strict").our_accuracy, abs=1e-9)
+
+
+def test_which_answer_counts_a_cot_cut_off_while_it_lists_choices(logs_dir: Path) -> None:
+    """Kojima's zero-shot-CoT CoTs end where the token limit cut them.  One cut while it listed choices as its answer
+    is not answered (as a number cut mid-sentence is not); one cut after a whole letter answered that letter; one
+    cut before any letter answered nothing."""
+    from thoughtsource.extract import extract
+
+    cut_in_a_list = {
+        ("commonsensqa_zero_shot_cot", 854): "So, the answer must be either (D) university or (",  # was read D
+        ("commonsensqa_zero_shot_cot", 273): "Therefore, the answer must be (A) countryside, (",  # was read A
+    }
+    letter_then_cut = {
+        ("aqua_zero_shot_cot", 171): ("The answer is (B", "B"),
+        ("shuffled_objects_zero_shot_cot", 165): ("Therefore, the answer is (A", "A"),
+        ("date_understanding_zero_shot_cot", 121): ("Therefore, the answer is (E) 04/19", "E"),
+    }
+    for (name, index), ending in cut_in_a_list.items():
+        r = _record(logs_dir, name, index)
+        assert r.cot.rstrip().endswith(ending), (name, index)
+        for mode in ("strict", "flexible"):
+            e = extract(r.cot, "multiplechoice", source="cot", mode=mode, choices=r.choices)  # type: ignore[arg-type]
+            assert e == (None, "truncated"), (name, index, mode)
+        # the same sentence as an extraction output's trailing phrase: its first answer stands
+        assert extract(f" (B). {ending}", "multiplechoice", choices=r.choices).value == "B"
+    for (name, index), (ending, letter) in letter_then_cut.items():
+        r = _record(logs_dir, name, index)
+        assert r.cot.rstrip().endswith(ending), (name, index)
+        assert extract(r.cot, "multiplechoice", source="cot", choices=r.choices) == (letter, "mc:letter")
+    r = _record(logs_dir, "commonsensqa_zero_shot_cot", 310)
+    assert r.cot.rstrip().endswith("Therefore, the answer is (")
+    assert extract(r.cot, "multiplechoice", source="cot", choices=r.choices).value is None
+
+
+def test_a_choice_text_that_two_choices_share_named_in_a_sentence_is_read_not_a_crash(logs_dir: Path) -> None:
+    """Kojima CommonsenseQA 587 has "mortal" as choices A and E.  Its CoT read as an answer-extraction output, or any
+    answer sentence naming "mortal" among other words, raised IndexError (the two equal matches each dropped the
+    other as 'contained in a longer one'); the first letter with that text stands for it, as an exact match does."""
+    from thoughtsource.extract import extract, gold_value, is_correct
+
+    r = _record(logs_dir, "commonsensqa_zero_shot_cot", 587)
+    assert r.choices == ["mortal", "dying", "death", "dead", "mortal"]
+    assert r.cot.lstrip().startswith("A person who doesn't have immortality is mortal.")
+    gold = gold_value("multiplechoice", ["mortal"], r.choices)  # the text of A and E: either letter is right
+    for text, source in ((r.cot, "extraction"), ("So the answer is mortal, as the question says.", "cot"),
+                         ("Therefore, the answer is that such a person is mortal.", "cot")):
+        e = extract(text, "multiplechoice", source=source, choices=r.choices)  # type: ignore[arg-type]
+        assert e == ("A", "mc:choice-text") and is_correct(e.value, "multiplechoice", gold), (text, e)
+    assert extract("The answer is mortal or dead.", "multiplechoice", source="cot", choices=r.choices).rule == "ambiguous"

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from thoughtsource.schema import GeneratedCot, Sample, parse_number, semantic_problems
+from thoughtsource.answers import semantic_problems
+from thoughtsource.schema import GeneratedCot, Sample, parse_number
 
 
 def mc(**kw):

@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .extract import MODES, Extraction, Mode, extract, is_correct, sample_gold, text_f1, vote_key
+from .answers import get as type_of
+from .extract import MODES, Extraction, Mode, extract, is_correct, sample_gold, vote_key
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
 from .schema import SampleSource, model_name
 
@@ -286,7 +287,8 @@ def evaluate_frame(
             cols["pred"].append(_fmt(e.value))
             cols["rule"].append(e.rule)
             cols["correct"].append(is_correct(e.value, t, gold))
-            cols["f1"].append(text_f1(str(e.value), gold) if t == "text" and e.value is not None and gold else nan)
+            f1 = type_of(t).f1(e.value, gold) if e.value is not None else None
+            cols["f1"].append(nan if f1 is None else f1)
             values[m].append(e.value)
             extractions[m].append(e)
     base = pd.DataFrame(meta)

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pydantic import ValidationError
 
+from .answers import semantic_problems
 from .errors import DataError
-from .schema import Annotation, Answer, GeneratedCot, Sample, semantic_problems
+from .schema import Annotation, Answer, GeneratedCot, Sample
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -2,8 +2,8 @@
 
 Structure is enforced by pydantic (a wrong type or a missing ``id``/``question``/``type`` always
 fails).  Semantics per answer type (a multiple-choice answer must be one of the choices, a number
-must parse, ...) are checked by :func:`semantic_problems`, so that loading real files can be lenient
-(warn) or strict (raise), see :mod:`thoughtsource.io`.
+must parse, ...) are checked by :func:`thoughtsource.answers.semantic_problems`, so that loading real files can be
+lenient (warn) or strict (raise), see :mod:`thoughtsource.io`.
 
 Unknown keys are kept (``extra="allow"``) and written back, so files from other tools survive a
 load/dump round trip.  Older key spellings are accepted: ``templates_version`` for
@@ -129,35 +129,6 @@ def parse_number(text: str) -> float | None:
         return float(t.replace(",", ""))
     except ValueError:
         return None
-
-
-def semantic_problems(sample: Sample) -> list[str]:
-    """Per-type checks of a sample's gold data and generated answers; [] when all is well."""
-    problems: list[str] = []
-    t = sample.type
-    if t == "multiplechoice":
-        if len(sample.choices) < 2:
-            problems.append(f"field 'choices': a multiplechoice sample needs at least 2 choices, got {len(sample.choices)}")
-        for a in sample.answer:
-            if a not in sample.choices:
-                problems.append(f"field 'answer': {a!r} is not one of the choices {sample.choices!r}")
-    elif t == "bool":
-        for a in sample.answer:
-            if str(a).strip().lower() not in BOOL_WORDS:
-                problems.append(f"field 'answer': expected a bool (true/false/yes/no), got {a!r}")
-    elif t == "number":
-        for a in sample.answer:
-            if parse_number(str(a)) is None:
-                problems.append(f"field 'answer': expected a number, got {a!r}")
-    if t != "collection" and len(sample.answer) > 1:
-        problems.append(f"field 'answer': a {t} sample has one gold answer, got {len(sample.answer)}")
-    seen: set[str] = set()
-    for cot in sample.generated_cot:
-        if cot.id is not None:
-            if cot.id in seen:
-                problems.append(f"field 'generated_cot': duplicate id {cot.id!r}")
-            seen.add(cot.id)
-    return problems
 
 
 # --------------------------------------------------------------------------- the model that wrote a CoT

@@ -116,3 +116,77 @@ def test_an_extracted_value_equal_to_the_gold_is_right(name: str) -> None:
     answer, choices, _ = EXAMPLES[name]
     gold = t.gold(answer, choices)
     assert t.equal(gold, gold)
+
+
+SINGLE = [n for n in NAMES if n != "collection"]  # a collection's gold is several items
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_gold_passes_its_check_and_two_golds_are_one_problem_unless_a_collection(name: str) -> None:
+    """``gold_problems`` (``answers.semantic_problems``, which loading a file runs) accepts the type's own gold."""
+    t = ANSWER_TYPES[name]
+    answer, choices, _ = EXAMPLES[name]
+    assert t.gold_problems(answer, choices) == []
+    two = t.gold_problems([answer[0], answer[0]], choices)
+    assert two == [] if name == "collection" else two == [f"field 'answer': a {name} sample has one gold answer, got 2"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_listed_choices_are_the_samples_and_hold_the_gold(name: str) -> None:
+    t = ANSWER_TYPES[name]
+    answer, choices, _ = EXAMPLES[name]
+    listed = list(t.question_choices(choices or ["x", "y"]))
+    assert listed in ([], choices)
+    if listed:
+        assert answer[0] in listed
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_a_published_gold_is_read_as_the_samples_gold(name: str) -> None:
+    """A log prints the gold as an answer extraction states it (a letter, Yes, 1,250): as ``Sample.answer`` it is
+    the same gold, and a reason the type gives for a disagreement is a documented one."""
+    from thoughtsource.datasets.cot_logs import DISAGREEMENT_REASONS
+
+    t = ANSWER_TYPES[name]
+    answer, choices, wrong = EXAMPLES[name]
+    gold = t.gold(answer, choices)
+    stored, letter = t.published_gold(t.gold_text(answer, choices), choices)
+    assert letter is None and t.equal(gold, t.gold([stored], choices, letter))
+    text = f"So the answer is {t.gold_text(answer, choices)}."
+    for value, correct in ((gold, True), (wrong, False), (None, False)):
+        assert t.published_reason(str(wrong), text, value, gold, correct) in (None, *DISAGREEMENT_REASONS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_partial_credit_is_none_or_full_for_the_gold(name: str) -> None:
+    t = ANSWER_TYPES[name]
+    answer, choices, wrong = EXAMPLES[name]
+    gold = t.gold(answer, choices)
+    assert t.f1(gold, gold) in (None, 1.0)
+    f = t.f1(wrong, gold)
+    assert f is None or 0.0 <= f < 1.0
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_star_completions_state_the_gold_so_the_judge_reads_it(name: str) -> None:
+    """STaR's prompt format per type: its label is the gold; every completion (reference format and the authors',
+    with a rationale and direct) is read back as the gold, as the STaR judge reads it; the hint is in the
+    rationalization prompt only."""
+    t = ANSWER_TYPES[name]
+    answer, choices, _ = EXAMPLES[name]
+    gold = t.gold(answer, choices)
+    label = t.star_label(answer[0], choices)
+    assert t.equal(gold, t.gold([label], choices))
+    for completion, source in (
+        (t.completion(label, choices, "First step. Second step."), "cot"),
+        (t.star_completion(label, choices, "First step. Second step."), "cot"),
+        (t.completion(label, choices, None), "cot"),
+        (t.star_completion(label, choices, None), "extraction"),  # the authors' direct prompt: "A: (b)."
+    ):
+        e = t.extract(completion, "strict", source, choices)  # type: ignore[arg-type]
+        assert e.found and t.equal(e.value, gold), (completion, e)
+    hint = t.star_hint(label, choices)
+    question = "Which one is it?"
+    asked, hinted = t.star_question(question, label, choices, False), t.star_question(question, label, choices, True)
+    assert asked.startswith(question) and hinted.startswith(question) and asked.endswith("\n")
+    assert hint not in asked and hint in hinted

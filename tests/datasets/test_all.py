@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from thoughtsource import datasets
-from thoughtsource.schema import ANSWER_TYPES, Sample, semantic_problems
+from thoughtsource.answers import semantic_problems
+from thoughtsource.schema import ANSWER_TYPES, Sample
 
 CASES = [(name, split) for name in datasets.names() for split in datasets.spec(name).splits]
 

@@ -9,6 +9,7 @@ same checks; ``CONTRIBUTING.md`` shows how to add one.
 from __future__ import annotations
 
 from ..errors import UnknownNameError
+from ..schema import Sample
 from .base import AMBIGUOUS, MODES, NONE, TRUNCATED, AnswerType, Extraction, Mode, Source
 from .boolean import Bool
 from .collection import Collection
@@ -17,7 +18,8 @@ from .multiplechoice import MultipleChoice
 from .number import Number
 from .text import Text
 
-__all__ = ["AMBIGUOUS", "ANSWER_TYPES", "MODES", "NONE", "TRUNCATED", "AnswerType", "Extraction", "Mode", "Source", "UnknownAnswerType", "get"]
+__all__ = ["AMBIGUOUS", "ANSWER_TYPES", "MODES", "NONE", "TRUNCATED", "AnswerType", "Extraction", "Mode", "Source", "UnknownAnswerType", "get",
+           "semantic_problems"]
 
 #: Every answer type by name (``Sample.type``), in the order of ``schema.ANSWER_TYPES``.
 ANSWER_TYPES: dict[str, AnswerType] = {
@@ -35,3 +37,17 @@ def get(name: str) -> AnswerType:
     if t is None:
         raise UnknownAnswerType("answer type", name, ANSWER_TYPES)
     return t
+
+
+def semantic_problems(sample: Sample) -> list[str]:
+    """The checks of a sample's gold data by its answer type (:meth:`AnswerType.gold_problems`) and of its generated
+    CoTs' ids; [] when all is well."""
+    t = ANSWER_TYPES.get(sample.type)
+    problems = t.gold_problems(sample.answer, sample.choices) if t is not None else []
+    seen: set[str] = set()
+    for cot in sample.generated_cot:
+        if cot.id is not None:
+            if cot.id in seen:
+                problems.append(f"field 'generated_cot': duplicate id {cot.id!r}")
+            seen.add(cot.id)
+    return problems

@@ -77,6 +77,64 @@ class AnswerType:
         """An extracted value in the form the sample stores its gold (STaR's pseudo-labels): choice text, number, ..."""
         return str(value)
 
+    def f1(self, value: Any, gold: Any) -> float | None:
+        """Partial credit for an extracted value (not None): SQuAD token F1 where the type gives it; None elsewhere."""
+        return None
+
+    # -- a sample's gold data (``answers.semantic_problems``) and how questions list choices (``prompts``)
+
+    def gold_problems(self, answer: Sequence[str], choices: Sequence[str]) -> list[str]:
+        """What is wrong with a sample's gold ``answer`` (and its ``choices``) for this type; [] when all is well."""
+        if len(answer) > 1:
+            return [f"field 'answer': a {self.name} sample has one gold answer, got {len(answer)}"]
+        return []
+
+    def question_choices(self, choices: Sequence[str]) -> Sequence[str]:
+        """The choices a prompt lists after the question: none, unless the answer is one of them."""
+        return ()
+
+    # -- published logs (``datasets.cot_logs``): their printed gold, and why their string compare disagrees with us
+
+    def published_gold(self, gold: str, choices: Sequence[str]) -> tuple[str, str | None]:
+        """A log's printed gold as ``Sample.answer``, with the letter it names where that choice's text is the text
+        of several choices (``Sample.answer_letter``; else None)."""
+        return gold, None
+
+    def published_reason(self, pred: str, text: str, value: Any, gold: Any, correct: bool) -> str | None:
+        """Why the published scorer (its prediction ``pred`` read from ``text``, compared with the gold as a string)
+        disagrees with our verdict ``correct`` on ``value``, where this type's reading explains it; None otherwise."""
+        return None
+
+    # -- STaR's prompt format (the STaR paper's CommonsenseQA format, its Appendix B; GSM8K's ``####``, Appendix I)
+
+    def star_label(self, answer: str, choices: Sequence[str]) -> str:
+        """A gold answer as a STaR problem holds it: the form :meth:`answer_text` gives, so a pseudo-label can
+        replace it."""
+        return answer
+
+    def star_answer(self, answer: str, choices: Sequence[str]) -> str:
+        """The answer as a STaR completion states it: "Therefore, the answer is <this>."."""
+        return answer
+
+    def star_hint(self, answer: str, choices: Sequence[str]) -> str:
+        """The rationalization hint: the answer alone in parentheses after the question, as the paper does for GSM8K."""
+        return f"({answer})"
+
+    def star_question(self, question: str, answer: str, choices: Sequence[str], hint: bool) -> str:
+        """The question as a STaR prompt asks it (after "Q: ", up to "A:"), with the hint where ``hint``."""
+        return f"{question} {self.star_hint(answer, choices)}\n" if hint else f"{question}\n"
+
+    def completion(self, answer: str, choices: Sequence[str], rationale: str | None) -> str:
+        """A STaR completion with the reference rationale's format: "<rationale> Therefore, the answer is X."."""
+        stated = self.star_answer(answer, choices)
+        if rationale is None:
+            return f" The answer is {stated}."
+        return f" {rationale.strip()} Therefore, the answer is {stated}."
+
+    def star_completion(self, answer: str, choices: Sequence[str], rationale: str | None) -> str:
+        """A STaR completion in the STaR authors' format for this type (direct: ``rationale`` None)."""
+        return self.completion(answer, choices, rationale)
+
 
 # ---------------------------------------------------------------------------------------------
 # Text clean-up and answer phrases
@@ -101,6 +159,15 @@ ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "p
 _LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d)|\$(?![\d.-]))*""")
 SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
 NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
+# Where an answer sentence that opens with a negation goes on to state the answer: "not 5 but 6", "not D, but
+# rather E", "not 5, it is 6", "not 5; instead, it is 6", "not 5; rather, 6" (not "not only 5 but also 6").
+AFFIRMED = re.compile(
+    r"\bbut(?!\s+also\b)(?:\s+(?:rather|instead))?\b"
+    r"|[,;]\s*(?:(?:instead|rather)\b,?\s*)?(?:it|this|that)(?:\s+is|'s)\b"
+    r"|;\s*(?:instead|rather)\b,?",
+    re.I,
+)
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n|\}")  # SPAN_END without ";"
 TRAIL = " \t\n\"'“”‘’.,;:!?)*_`"
 UNANSWERED = re.compile(
     r"^(?:unknown|unclear|uncertain|undetermined|none|n/?a|moot|cannot|can't|not\s+(?:known|sure|certain|possible|enough|clear|determinable))\b",
@@ -145,6 +212,18 @@ def answer_spans(text: str, source: Source, end_re: re.Pattern[str] | None = Non
         out.insert(0, (0, answer_span(text, 0, end_re)))
     out.reverse()
     return out
+
+
+def affirmed(text: str, pos: int, span: str, end_re: re.Pattern[str] | None = None) -> str | None:
+    """What the answer sentence ``span`` (read at ``pos`` of ``text`` by :func:`answer_span`) states: the span, or
+    where it opens with a negation, the answer after "but (rather)", ", it is" or "; instead," in the same sentence
+    ("not 5 but 6" -> "6"); None where it only negates ("not 5", "not only 5 but also 6")."""
+    if not NEGATED.match(span):
+        return span
+    start = text.find(span, pos)
+    stop = _SENTENCE_END.search(text, start)
+    m = AFFIRMED.search(text, start, stop.start() if stop else len(text))
+    return answer_span(text, m.end(), end_re) if m else None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -90,3 +90,11 @@ class Bool(AnswerType):
 
     def answer_text(self, value: Any, choices: Sequence[str]) -> str | None:
         return "yes" if value else "no"
+
+    def gold_problems(self, answer: Sequence[str], choices: Sequence[str]) -> list[str]:
+        problems = [f"field 'answer': expected a bool (true/false/yes/no), got {a!r}" for a in answer
+                    if str(a).strip().lower() not in BOOL_WORDS]
+        return problems + super().gold_problems(answer, choices)
+
+    def star_label(self, answer: str, choices: Sequence[str]) -> str:
+        return self.answer_text(self.gold([answer], choices), choices) or "no"

@@ -39,3 +39,6 @@ class Collection(AnswerType):
 
     def answer_text(self, value: Any, choices: Sequence[str]) -> str | None:
         return "; ".join(sorted(value))
+
+    def gold_problems(self, answer: Sequence[str], choices: Sequence[str]) -> list[str]:
+        return []  # a collection's gold is several items

@@ -8,7 +8,7 @@ from collections.abc import Hashable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from .base import NEGATED, NONE, TRUNCATED, AnswerType, Extraction, Mode, Source
+from .base import AFFIRMED, NEGATED, NONE, TRUNCATED, AnswerType, Extraction, Mode, Source
 from .number import NUM, numbers_equal
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
@@ -17,6 +17,8 @@ _MATH_PHRASE = re.compile(
 )
 _MATH_DELIMS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
 _MATH_SENTENCE_END = re.compile(r"\.(?=\s|$)|\n")
+# the answer set against what it is not, outside braces: "6, not 5", "6 (not 5)", "6 rather than 5"
+_CONTRAST = re.compile(r",\s*(?:and\s+)?not\b|\s+and\s+not\b|,?\s+(?:instead\s+of|rather\s+than)\b|\s*\(\s*not\b", re.I)
 _INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$]+)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 
 
@@ -67,7 +69,22 @@ def _math_after(text: str, pos: int) -> str | None:
             # a math span that is never closed was cut off ("The answer is $f(1986) = 1"): no answer
             return _math_value(rest[len(a) : end]) if end > len(a) else None
     m = _MATH_SENTENCE_END.search(rest)
-    return _math_value(rest[: m.start()] if m else rest)
+    sentence = rest[: m.start()] if m else rest
+    c = _CONTRAST.search(sentence)
+    if c and sentence.count("{", 0, c.start()) == sentence.count("}", 0, c.start()):
+        sentence = sentence[: c.start()]  # "6, not 5", "6 (not 5)", "6 rather than 5": the answer is 6
+    return _math_value(sentence)
+
+
+def _math_affirmed(text: str, pos: int) -> str | None:
+    """The answer a negated answer sentence at ``pos`` goes on to state ("not $5$ but $6$" -> "6"), None if it
+    only negates."""
+    stop = _MATH_SENTENCE_END.search(text, pos)
+    m = AFFIRMED.search(text, pos, stop.start() if stop else len(text))
+    if m is None:
+        return None
+    rest = text[m.end() :]
+    return _math_after(text, m.end() + len(rest) - len(rest.lstrip(" \t,:")))
 
 
 def _extract_math(text: str, mode: Mode, source: Source) -> Extraction:
@@ -84,7 +101,9 @@ def _extract_math(text: str, mode: Mode, source: Source) -> Extraction:
         return Extraction(boxed.strip(), "math:boxed")
     for m in reversed(list(_MATH_PHRASE.finditer(text))):
         v = _math_after(text, m.end())
-        if v is not None and not NEGATED.match(v):
+        if v is not None and NEGATED.match(v):
+            v = _math_affirmed(text, m.end())
+        if v is not None:
             return Extraction(v, "math:after-phrase")
     if source == "extraction":
         v = _math_after(text, len(text) - len(text.lstrip(" \t:")))

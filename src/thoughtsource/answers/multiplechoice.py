@@ -11,19 +11,21 @@ from typing import Any, NamedTuple
 from .base import (
     AMBIGUOUS,
     ANCHOR_KEYS,
-    NEGATED,
     NONE,
     TRAIL,
+    TRUNCATED,
     AnswerType,
     Extraction,
     Mode,
     Source,
+    affirmed,
     answer_spans,
     clean_text,
     normalize_text,
 )
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_STAR_LETTERS = LETTERS.lower()  # STaR's prompts letter choices "(a) ..."
 
 _LETTER = re.compile(
     r"""
@@ -90,8 +92,11 @@ def _choice_text(span: str, ch: Choices) -> Extraction | None:
     hits = [(padded.find(f" {c} "), len(c), i) for i, c in enumerate(ch.norms) if c and f" {c} " in padded]
     if not hits:
         return None
-    # Drop choices contained in a longer matched one ("money" inside "money bank").
-    hits = [h for h in hits if not any(o[2] != h[2] and o[0] <= h[0] and h[0] + h[1] <= o[0] + o[1] for o in hits)]
+    # Drop choices contained in a longer matched one ("money" inside "money bank"), and a choice whose text is the
+    # text of an earlier one (CommonsenseQA's "mortal" as A and E): the first letter with that text stands for it, as
+    # an exact match does (gold by position accepts any of them).
+    hits = [h for h in hits if not any(o[2] != h[2] and o[0] <= h[0] and h[0] + h[1] <= o[0] + o[1]
+                                       and (o[1] > h[1] or o[2] < h[2]) for o in hits)]
     hits.sort()
     if len(hits) > 1 and _LIST_SEP.match(padded[hits[0][0] + hits[0][1] + 1 : hits[1][0]]):
         return AMBIGUOUS  # "wealth or get rich"
@@ -132,11 +137,27 @@ def _mc_in_span(span: str, ch: Choices) -> Extraction | None:
     return _choice_text(span, ch)
 
 
+# an answer sentence that ends while it lists choices: "either (D) university or (", "(A) countryside, ("
+_DANGLING = re.compile(r"(?:,|\bor|\band|\beither)\s*\(?\s*$", re.I)
+
+
+def _cut_in_a_list(text: str, span: str) -> bool:
+    """Whether ``text`` ends inside this answer sentence while it lists choices (it was cut off)."""
+    tail = span.rstrip()
+    return bool(tail) and text.rstrip().endswith(tail) and _DANGLING.search(tail) is not None
+
+
 def _extract_mc(text: str, mode: Mode, source: Source, ch: Choices) -> Extraction:
-    for _, span in answer_spans(text, source):
-        if NEGATED.match(span):
+    spans = answer_spans(text, source)
+    if spans and _cut_in_a_list(text, spans[0][1]):
+        if source != "extraction":
+            return TRUNCATED  # a CoT cut off while it listed its answer: not answered (as for numbers)
+        spans = spans[1:]  # an extraction output answered at its start; the cut phrase after it does not count
+    for pos, span in spans:
+        said = affirmed(text, pos, span)
+        if said is None:
             continue
-        r = _mc_in_span(span, ch)
+        r = _mc_in_span(said, ch)
         if r is not None:
             return r
     if mode == "flexible":
@@ -215,3 +236,37 @@ class MultipleChoice(AnswerType):
     def answer_text(self, value: Any, choices: Sequence[str]) -> str | None:
         i = ord(str(value).upper()) - 65
         return choices[i] if 0 <= i < len(choices) else None
+
+    def gold_problems(self, answer: Sequence[str], choices: Sequence[str]) -> list[str]:
+        problems = []
+        if len(choices) < 2:
+            problems.append(f"field 'choices': a multiplechoice sample needs at least 2 choices, got {len(choices)}")
+        problems += [f"field 'answer': {a!r} is not one of the choices {list(choices)!r}" for a in answer if a not in choices]
+        return problems + super().gold_problems(answer, choices)
+
+    def question_choices(self, choices: Sequence[str]) -> Sequence[str]:
+        return choices
+
+    def published_gold(self, gold: str, choices: Sequence[str]) -> tuple[str, str | None]:
+        # Kojima's logs print the gold letter: the sample stores that choice's text (the schema), and the letter
+        # where several choices have that text, so the gold is scored by position.
+        if choices and len(gold) == 1 and 0 <= ord(gold) - 65 < len(choices):
+            text = choices[ord(gold) - 65]
+            return text, gold if list(choices).count(text) > 1 else None
+        return gold, None
+
+    def star_answer(self, answer: str, choices: Sequence[str]) -> str:
+        return f"{answer} ({_STAR_LETTERS[list(choices).index(answer)]})"
+
+    def star_hint(self, answer: str, choices: Sequence[str]) -> str:
+        return "(CORRECT)"
+
+    def star_question(self, question: str, answer: str, choices: Sequence[str], hint: bool) -> str:
+        marked = [f" {self.star_hint(answer, choices)}" if hint and c == answer else "" for c in choices]
+        listed = "".join(f"({_STAR_LETTERS[i]}) {c}{m}\n" for i, (c, m) in enumerate(zip(choices, marked, strict=True)))
+        return f"{question}\nAnswer Choices:\n{listed}"
+
+    def star_completion(self, answer: str, choices: Sequence[str], rationale: str | None) -> str:
+        if rationale is None:  # the authors' direct prompt: "A: (e)."
+            return f" ({_STAR_LETTERS[list(choices).index(answer)]})."
+        return self.completion(answer, choices, rationale)

@@ -16,7 +16,6 @@ from .base import (
     AMBIGUOUS,
     ANCHOR,
     ANCHOR_KEYS,
-    NEGATED,
     NONE,
     SPAN_END,
     TRUNCATED,
@@ -24,6 +23,7 @@ from .base import (
     Extraction,
     Mode,
     Source,
+    affirmed,
     answer_span,
     clean_text,
 )
@@ -149,19 +149,19 @@ _RESTATED = re.compile(
 _PROSE_PHRASE = re.compile(r"(?:is|be)(?:\s*:)?$", re.I)
 
 
-def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[str, bool]] | None:
-    """(sentence, restates an earlier answer) after each answer phrase, last phrase first.
+def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[int, str, bool]] | None:
+    """(position, sentence, restates an earlier answer) after each answer phrase, last phrase first.
 
     A CoT cut off in the sentence of its last answer phrase is None (not answered); an extraction
     output, whose start is its answer, loses only that cut phrase.  ``open_end``: the text as written (before
     mark-up was removed) ends in a digit ("**1,250**" is closed)."""
-    out: list[tuple[str, bool]] = []
+    out: list[tuple[int, str, bool]] = []
     low = text.lower()
     if any(k in low for k in ANCHOR_KEYS):
         for m in ANCHOR.finditer(text):
             line_start = text.rfind("\n", 0, m.start()) + 1
             restated = bool(_RESTATED.search(text, max(line_start, m.start() - 60), m.end()))
-            out.append((answer_span(text, m.end()), restated))
+            out.append((m.end(), answer_span(text, m.end()), restated))
         last = list(ANCHOR.finditer(text))[-1] if out else None
         end = text.rstrip()
         if (
@@ -175,7 +175,7 @@ def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[str
                 return None  # a CoT cut off mid-sentence: not answered
             out.pop()  # an extraction output answered at its start; the cut phrase after it does not count
     if source == "extraction":
-        out.insert(0, (answer_span(text, 0), False))
+        out.insert(0, (0, answer_span(text, 0), False))
     out.reverse()
     return out
 
@@ -218,13 +218,14 @@ def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True
     if phrases is None:
         return TRUNCATED
     restated: list[str] = []
-    for span, again in phrases:
+    for pos, span, again in phrases:
         if again:
             restated.append(span)
             continue
-        if NEGATED.match(span):
+        said = affirmed(text, pos, span)
+        if said is None:
             continue
-        r = _number_in_span(span)
+        r = _number_in_span(said)
         if r is not None:
             return r
     for span in restated:  # only a restatement states an answer ("The answer (in words) is twelve.")
@@ -241,6 +242,8 @@ def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True
                 return Extraction(value, "number:last-number")
     return NONE
 
+
+_FRACTION = re.compile(r"(?<![\d/])(\d+)\s*/\s*\d+(?![\d/])")
 
 # A float whose shortest repr has this many significant digits is a computed value (2/3 -> 0.6666666666666666),
 # not a stated one: it stands for the number it rounds.
@@ -302,3 +305,26 @@ class Number(AnswerType):
     def answer_text(self, value: Any, choices: Sequence[str]) -> str | None:
         f = float(value)
         return str(int(f)) if f.is_integer() else repr(f)
+
+    def gold_problems(self, answer: Sequence[str], choices: Sequence[str]) -> list[str]:
+        problems = [f"field 'answer': expected a number, got {a!r}" for a in answer if parse_number(str(a)) is None]
+        return problems + super().gold_problems(answer, choices)
+
+    def published_gold(self, gold: str, choices: Sequence[str]) -> tuple[str, str | None]:
+        return gold.replace(",", ""), None
+
+    def published_reason(self, pred: str, text: str, value: Any, gold: Any, correct: bool) -> str | None:
+        said = parse_number(pred) if correct else None
+        if said is not None and gold is not None and self.equal(said, gold):
+            return "kojima-string-compare"  # the same number written otherwise ("8.0" for 8)
+        if any(m.group(1) == pred for m in _FRACTION.finditer(text)):
+            return "fraction"  # the published cleanser kept a fraction's numerator
+        if re.search(rf"(?<![\d.])\.{re.escape(pred)}\b", text):
+            return "decimal-point"  # ... or the digits after a bare decimal point
+        if pred and pred not in text and pred in text.replace(",", ""):
+            return "comma-removal"  # ... or two numbers joined by removing their commas
+        return None
+
+    def star_completion(self, answer: str, choices: Sequence[str], rationale: str | None) -> str:
+        # GSM8K's format (the STaR authors' prompt): the rationale lines, then "#### 72"
+        return f" #### {answer}" if rationale is None else f" {rationale.strip()}\n#### {answer}"

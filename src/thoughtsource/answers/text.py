@@ -19,6 +19,7 @@ from .base import (
     compact_text,
     last_line,
     normalize_text,
+    text_f1,
 )
 
 
@@ -63,3 +64,9 @@ class Text(AnswerType):
 
     def vote_key(self, value: Any) -> Hashable:
         return normalize_text(str(value))
+
+    def f1(self, value: Any, gold: Any) -> float | None:
+        return text_f1(str(value), gold) if gold else None
+
+    def published_reason(self, pred: str, text: str, value: Any, gold: Any, correct: bool) -> str | None:
+        return "text-normalization" if value is not None and correct else None

@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..answers import semantic_problems
 from ..errors import ChecksumError, DataError, UnknownNameError
-from ..schema import Sample, semantic_problems
+from ..schema import Sample
 from . import _cache, _resolve
 from ._base import DatasetSpec, SourceFile
 from ._resolve import locate, resolve

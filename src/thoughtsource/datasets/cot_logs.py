@@ -379,7 +379,14 @@ DISAGREEMENT_REASONS: dict[str, str] = {
     "sentence ('not known. There is no record ...' -> 'no'); we read the sentence after the phrase",
     "other": "anything else (listed per record in the test output)",
 }
-_FRACTION_RE = re.compile(r"(?<![\d/])(\d+)\s*/\s*\d+(?![\d/])")
+#: Disagreements that our extraction rule explains (the answer type's own reading explains the others:
+#: ``AnswerType.published_reason``).
+_RULE_REASONS: dict[str, str] = {
+    "ambiguous": "ambiguous-list",
+    "number:after-phrase-result": "equation-result",
+    "number:word": "number-word",
+    "mc:choice-text": "choice-text",
+}
 
 
 class RescoreResult(BaseModel):
@@ -408,9 +415,11 @@ class RescoreResult(BaseModel):
 
 def rescore_log(log: KojimaLog, mode: str = "strict") -> RescoreResult:
     """Score every record of ``log`` with :func:`thoughtsource.extract.extract` and classify the disagreements."""
+    from ..answers import get
     from ..extract import extract, gold_value, is_correct
 
     t = KOJIMA_DATASET_TYPES.get(log.dataset, "text")
+    tt = get(t)
     ours_ok = 0
     theirs_ok = 0
     dis: dict[str, list[int]] = {}
@@ -426,27 +435,11 @@ def rescore_log(log: KojimaLog, mode: str = "strict") -> RescoreResult:
         theirs_ok += theirs
         if ours == theirs:
             continue
-        reason = "other"
-        if t == "number" and ours and is_correct(gold_value("number", [r.pred]), t, gold):
-            reason = "kojima-string-compare"
-        elif e.rule == "ambiguous":
-            reason = "ambiguous-list"
-        elif e.rule == "number:after-phrase-result":
-            reason = "equation-result"
-        elif e.rule == "number:word":
-            reason = "number-word"
-        elif t == "number" and any(m.group(1) == r.pred for m in _FRACTION_RE.finditer(r.extraction_text)):
-            reason = "fraction"
-        elif t == "number" and re.search(rf"(?<![\d.])\.{re.escape(r.pred)}\b", r.extraction_text):
-            reason = "decimal-point"
-        elif t == "number" and r.pred and r.pred not in r.extraction_text and r.pred in r.extraction_text.replace(",", ""):
-            reason = "comma-removal"
-        elif e.rule == "mc:choice-text":
-            reason = "choice-text"
-        elif t == "text" and e.value is not None and ours:
-            reason = "text-normalization"
-        elif e.value is None and theirs:
-            reason = "token-anywhere"
+        reason = (
+            _RULE_REASONS.get(e.rule)
+            or tt.published_reason(r.pred, r.extraction_text, e.value, gold, ours)
+            or ("token-anywhere" if e.value is None and theirs else "other")
+        )
         dis.setdefault(reason, []).append(r.index)
         bucket = gained if ours else lost
         bucket[reason] = bucket.get(reason, 0) + 1
@@ -474,18 +467,14 @@ def log_to_samples(log: KojimaLog) -> list[Sample]:
     multiple-choice gold letter becomes the text of that choice, and stays on the sample (``answer_letter``) where
     that text is the text of several choices, so the gold is scored by position as :func:`rescore_log` scores it.
     """
+    from ..answers import get
+
     t = KOJIMA_DATASET_TYPES.get(log.dataset, "text")
     out: list[Sample] = []
     for r in log.records:
         choices = r.choices
-        gold = r.gold
-        position: dict[str, str] = {}
-        if t == "multiplechoice" and choices and len(gold) == 1 and 0 <= ord(gold) - 65 < len(choices):
-            gold = choices[ord(gold) - 65]
-            if choices.count(gold) > 1:
-                position = {"answer_letter": r.gold}
-        elif t == "number":
-            gold = gold.replace(",", "")
+        gold, letter = get(t).published_gold(r.gold, choices)
+        position = {"answer_letter": letter} if letter else {}
         out.append(
             Sample(
                 id=f"{log.dataset}-{r.index}",

@@ -66,11 +66,12 @@ def format_choices(choices: Sequence[str]) -> str:
 
 
 def question_block(sample: Sample) -> str:
-    """Context (if any), question and lettered choices (multiple choice only)."""
+    """Context (if any), question and lettered choices (where its answer type lists them: multiple choice)."""
     parts = [p for p in ((sample.context or "").strip(), sample.question.strip()) if p]
     text = "\n".join(parts)
-    if sample.type == "multiplechoice" and sample.choices:
-        text += "\n" + format_choices(sample.choices)
+    listed = answer_type(sample.type).question_choices(sample.choices)
+    if listed:
+        text += "\n" + format_choices(listed)
     return text
 
 

@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import logging
 import random
-import string
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from ...answers import get as answer_type
 from ...errors import ConfigError, DataError
 from ...schema import Sample
 from .. import judge
@@ -49,9 +50,7 @@ from .base import Problem, Task
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_TYPES = ("multiplechoice", "number", "bool")
 PROMPT_SOURCES = ("star", "reference")
-LETTERS = string.ascii_lowercase
 
 
 # Word-problem datasets whose verified filter also requires the rationale's numbers to come from the
@@ -59,10 +58,6 @@ LETTERS = string.ascii_lowercase
 # question implies without stating (29 % of them would be rejected, issue 30), and its issue-12 results
 # were measured without the rule.
 GROUNDED_DATASETS = frozenset({"mawps", "asdiv", "svamp"})
-
-
-def _bool_word(answer: str) -> str:
-    return "yes" if answer.strip().lower() in ("true", "yes") else "no"
 
 
 def _question_key(question: str) -> str:
@@ -155,13 +150,10 @@ class DatasetTask(Task):
         return splits
 
     def _problem(self, s: Sample, split: str) -> Problem:
-        answer = s.answer[0]
-        if s.type == "bool":
-            answer = _bool_word(answer)
         return Problem(
             id=f"{self._ds_name}/{split}/{s.id}",
             question=s.question.strip(),
-            answer=answer,
+            answer=answer_type(s.type).star_label(s.answer[0], s.choices),
             type=s.type,
             choices=tuple(s.choices),
             rationale=" ".join(c.strip() for c in s.cot if c.strip()),
@@ -253,27 +245,15 @@ class DatasetTask(Task):
 
     # ------------------------------------------------------------------ text
     def answer_text(self, problem: Problem) -> str:
-        if problem.type == "multiplechoice":
-            return f"{problem.answer} ({LETTERS[problem.choices.index(problem.answer)]})"
-        return problem.answer
+        return answer_type(problem.type).star_answer(problem.answer, problem.choices)
 
     def hint(self, problem: Problem) -> str:
-        if problem.type == "multiplechoice":
-            return "(CORRECT)"
-        return f"({problem.answer})"
+        return answer_type(problem.type).star_hint(problem.answer, problem.choices)
 
     def _question_block(self, p: Problem, *, hint: bool) -> str:
         ctx = p.meta.get("context") or ""
         q = f"{ctx.strip()}\n{p.question}" if ctx.strip() else p.question
-        if hint and p.type != "multiplechoice":
-            q = f"{q} {self.hint(p)}"
-        out = f"Q: {q}\n"
-        if p.type == "multiplechoice":
-            out += "Answer Choices:\n"
-            for i, c in enumerate(p.choices):
-                mark = f" {self.hint(p)}" if hint and c == p.answer else ""
-                out += f"({LETTERS[i]}) {c}{mark}\n"
-        return out + "A:"
+        return f"Q: {answer_type(p.type).star_question(q, p.answer, p.choices, hint)}A:"
 
     def prompt(self, problem: Problem, exemplars: list[Problem], *, hint: bool = False, direct: bool = False) -> str:
         shots = "".join(
@@ -282,21 +262,12 @@ class DatasetTask(Task):
         return shots + self._question_block(problem, hint=hint)
 
     def completion(self, problem: Problem, rationale: str | None) -> str:
+        """``… Therefore, the answer is X.``; with the authors' prompts their format: GSM8K ``rationale\n#### N``, CQA
+        ``… Therefore, the answer is X (y).``, direct ``(y).``."""
+        t = answer_type(problem.type)
         if self._star:
-            return self._star_completion(problem, rationale)
-        if rationale is None:
-            return f" The answer is {self.answer_text(problem)}."
-        return f" {rationale.strip()} Therefore, the answer is {self.answer_text(problem)}."
-
-    def _star_completion(self, problem: Problem, rationale: str | None) -> str:
-        """The authors' format: GSM8K ``rationale\n#### N``; CQA ``… Therefore, the answer is X (y).``, direct ``(y).``."""
-        if problem.type == "number":
-            return f" #### {problem.answer}" if rationale is None else f" {rationale.strip()}\n#### {problem.answer}"
-        if rationale is None and problem.type == "multiplechoice":
-            return f" ({LETTERS[problem.choices.index(problem.answer)]})."
-        if rationale is None:
-            return f" The answer is {self.answer_text(problem)}."
-        return f" {rationale.strip()} Therefore, the answer is {self.answer_text(problem)}."
+            return t.star_completion(problem.answer, problem.choices, rationale)
+        return t.completion(problem.answer, problem.choices, rationale)
 
     def generated_completion(self, text: str) -> str:
         return " " + text.strip()
@@ -316,18 +287,38 @@ class DatasetTask(Task):
         and one consistent stated choice; number, every arithmetic statement (symbolic or verbal) true
         and the gold answer, and for :data:`GROUNDED_DATASETS` every operand from the question or an
         earlier result; bool, no copied hint."""
-        from .. import verify as v
+        check = RATIONALE_CHECKS.get(problem.type)
+        return check(self, problem, text) if check else None
 
-        if problem.type == "multiplechoice":
-            return v.verify_choice(text, problem.choices, problem.answer)
-        if problem.type == "number":
-            question = None
-            if self._ds_name in GROUNDED_DATASETS:
-                question = f"{problem.meta.get('context') or ''}\n{problem.question}"
-            return v.verify_number(text, problem.answer, hint=self.hint(problem), question=question)
-        if problem.type == "bool":
-            return v.verify_bool(text, problem.answer)
-        return None
+
+def _verify_choice(task: DatasetTask, p: Problem, text: str) -> str | None:
+    from .. import verify
+
+    return verify.verify_choice(text, p.choices, p.answer)
+
+
+def _verify_number(task: DatasetTask, p: Problem, text: str) -> str | None:
+    from .. import verify
+
+    grounded = task._ds_name in GROUNDED_DATASETS
+    question = f"{p.meta.get('context') or ''}\n{p.question}" if grounded else None
+    return verify.verify_number(text, p.answer, hint=task.hint(p), question=question)
+
+
+def _verify_bool(task: DatasetTask, p: Problem, text: str) -> str | None:
+    from .. import verify
+
+    return verify.verify_bool(text, p.answer)
+
+
+#: The verified filter's check of a rationale, by answer type (:mod:`thoughtsource.star.verify`, which sits above
+#: ``answers/``); the types STaR runs on are those with a check.
+RATIONALE_CHECKS: dict[str, Callable[[DatasetTask, Problem, str], str | None]] = {
+    "multiplechoice": _verify_choice,
+    "number": _verify_number,
+    "bool": _verify_bool,
+}
+SUPPORTED_TYPES = tuple(RATIONALE_CHECKS)
 
 
 def task_for(dataset: str, **options: Any) -> DatasetTask:
