@@ -261,7 +261,8 @@ class GraphDecoder:
         s.step.zero_()
         s.cache_pos.fill_(s.width)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread_local: CUDA work of other threads (another backend's worker) does not invalidate this capture
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             self._step(s)
         torch.cuda.synchronize()
         s.graph = graph
