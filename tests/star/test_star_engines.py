@@ -120,6 +120,19 @@ def test_decoder_graph_is_validated_keyed_and_leaves_old_runs_alone(tmp_path: Pa
             StarConfig.from_dict({"generation": bad})
 
 
+@pytest.mark.slow
+def test_decoder_graph_opens_a_transformers_session_in_graph_mode(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from thoughtsource.star.engines import open_session
+
+    cfg = StarConfig.from_dict({"generation": {"decoder": "graph", "batch_size": 4}})
+    session = open_session(cfg, 0, "embedded", "sha256:m0", log_dir=tmp_path)
+    try:
+        assert session.backend.mode == "graph" and session.backend.options.batch_size == 4
+    finally:
+        session.close()
+
+
 def test_model_fingerprint_hashes_the_checkpoint_files(tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()

@@ -161,19 +161,20 @@ class GraphDecoder:
         for i, r in enumerate(rows):
             ids[i, width - len(r.ids):] = torch.tensor(r.ids)
             valid[i, width - len(r.ids):] = True
+        ids, valid = ids.to(dev), valid.to(dev)
         positions = (valid.long().cumsum(-1) - 1).clamp(min=0)
-        q = torch.arange(width)[:, None]
-        k = torch.arange(length)[None, :]
+        q = torch.arange(width, device=dev)[:, None]
+        k = torch.arange(length, device=dev)[None, :]
         # causal, pads masked; a pad query sees itself, so no row of the mask is empty (no NaN in the cache)
-        allowed = (k <= q)[None] & (torch.cat([valid, torch.zeros((b, length - width), dtype=torch.bool)], 1)[:, None, :]
-                                    | (k == q)[None])
-        mask4 = torch.zeros((b, 1, width, length), dtype=s.mask.dtype)
+        seen = torch.cat([valid, torch.zeros((b, length - width), dtype=torch.bool, device=dev)], 1)
+        allowed = (k <= q)[None] & (seen[:, None, :] | (k == q)[None])
+        mask4 = torch.zeros((b, 1, width, length), dtype=s.mask.dtype, device=dev)
         mask4.masked_fill_(~allowed[:, None], s.neg)
         s.cache.reset()
         kwargs: dict[str, Any] = {}
         if self.takes_cache_position:
             kwargs["cache_position"] = torch.arange(width, device=dev)
-        logits = self.model(input_ids=ids.to(dev), attention_mask=mask4.to(dev), position_ids=positions.to(dev),
+        logits = self.model(input_ids=ids, attention_mask=mask4, position_ids=positions,
                             past_key_values=s.cache, use_cache=True, logits_to_keep=1, **kwargs).logits[:, -1, :]
 
         # the step's state: the first token recorded, the next one decoded at cache position `width`
@@ -181,8 +182,8 @@ class GraphDecoder:
         s.step.zero_()
         s.done.zero_()
         s.mask.fill_(s.neg)
-        s.mask[:, 0, 0, :width] = torch.where(valid, 0.0, s.neg).to(dev, s.mask.dtype)
-        s.pos.copy_(positions[:, -1:].to(dev) + 1)
+        s.mask[:, 0, 0, :width] = torch.where(valid, 0.0, s.neg).to(s.mask.dtype)
+        s.pos.copy_(positions[:, -1:] + 1)
         s.cache_pos.fill_(width)
         s.mask[:, 0, 0, width] = 0.0
         self._advance(s, self._pick(s, logits))
