@@ -28,13 +28,13 @@ python3 -c "import thoughtsource.backends.graph_decode, pydantic; print('thought
   || echo "STEP FAILED: thoughtsource import (wheels in .gpu/whl?)"
 ls -la "$MODEL" || echo "STEP FAILED: no model folder $MODEL"
 
-# 1. smoke: 16 prompts, both workloads, no ceiling (fast; shows a graph-capture failure early)
-timeout 150 python3 benchmarks/bench_gpu_generation.py --model "$MODEL" --n 16 --batch 16 --arms old,graph \
+# 1. smoke: 16 prompts, arith only, no ceiling (fast; shows a graph-capture failure early)
+timeout 100 python3 benchmarks/bench_gpu_generation.py --model "$MODEL" --n 16 --batch 16 --arms old,graph --workloads arith \
   --out "$OUT/smoke.json" > "$OUT/smoke.log" 2>&1
 echo "smoke rc=$?"; tail -40 "$OUT/smoke.log"
 
 # 2. the measurement: 256 prompts per workload, batch 256, old / graph / ceiling in one process
-timeout 330 python3 benchmarks/bench_gpu_generation.py --model "$MODEL" --n 256 --batch 256 --max-new 128 \
+timeout 420 python3 benchmarks/bench_gpu_generation.py --model "$MODEL" --n 256 --batch 256 --max-new 128 \
   --out "$OUT/gpu_generation.json" > "$OUT/gpu_generation.log" 2>&1
 echo "bench rc=$?"; grep "^\[" "$OUT/gpu_generation.log"; grep -B2 -A30 "Traceback" "$OUT/gpu_generation.log" | head -80
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
