@@ -80,3 +80,13 @@ def test_graph_is_a_validated_mode():
     assert TransformersOptions(mode="graph").mode == "graph"
     with pytest.raises(ValueError, match="mode"):
         TransformersOptions(mode="cudagraph")
+
+
+def test_closing_the_backend_frees_the_decoders_buffers(embedded_model: tuple):
+    import asyncio
+
+    backend = TransformersBackend.from_loaded(*embedded_model, mode="graph")
+    backend.complete_sync([Request(prompt="1 + 1 =", max_tokens=2)])
+    assert backend._graph_decoder is not None and backend._graph_decoder.slots
+    asyncio.run(backend.aclose())
+    assert backend._graph_decoder is None

@@ -248,6 +248,8 @@ class TransformersBackend:
             state.worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await state.worker
+        with self._lock:
+            self._graph_decoder = None  # its static caches and CUDA graphs hold GPU memory and the model
         if self._owns_model:  # a model passed in stays with its owner
             with self._lock:
                 self._model = self._tokenizer = None
