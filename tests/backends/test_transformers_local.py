@@ -223,7 +223,7 @@ def test_auto_threads_leaves_busy_cores_alone():
         TransformersOptions(threads=0)
 
 
-@pytest.mark.parametrize("mode", ["prefix", "generate", "static", "continuous"])
+@pytest.mark.parametrize("mode", ["prefix", "generate", "static", "continuous", "graph"])
 def test_a_natural_end_is_finish_reason_stop_in_every_mode(embedded_model: tuple, mode: str):
     """"Say OK." ends with the model's EOS well before max_tokens: "stop", whatever the decoding mode (prefix mode
     dropped the EOS and said "length", so every client believed the answer was cut off)."""

@@ -103,6 +103,36 @@ def test_store_identity_names_engine_and_weights() -> None:
     assert store_identity(StarConfig(), "sha256:abc") != store_identity(StarConfig(), "sha256:def")
 
 
+def test_decoder_graph_is_validated_keyed_and_leaves_old_runs_alone(tmp_path: Path) -> None:
+    """generation.decoder: graph selects the transformers backend's static-cache decoder; it is refused for other
+    engines and against another options.mode; the store key names it only when set, and a resume may change it
+    (like the dtype, it regenerates instead of being refused)."""
+    from pydantic import ValidationError
+
+    graph = StarConfig.from_dict({"generation": {"decoder": "graph"}})
+    assert graph.generation.decoder == "graph" and StarConfig().generation.decoder == "default"
+    assert store_identity(graph, "sha256:abc")["decoder"] == "graph"
+    assert "decoder" not in store_identity(StarConfig(), "sha256:abc")  # the stores of runs made before the field
+    assert graph.result_fields() == StarConfig().result_fields()
+    for bad in ({"decoder": "cuda"}, {"decoder": "graph", "engine": "vllm"},
+                {"decoder": "graph", "options": {"mode": "prefix"}}):
+        with pytest.raises((ValidationError, ConfigError)):
+            StarConfig.from_dict({"generation": bad})
+
+
+@pytest.mark.slow
+def test_decoder_graph_opens_a_transformers_session_in_graph_mode(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from thoughtsource.star.engines import open_session
+
+    cfg = StarConfig.from_dict({"generation": {"decoder": "graph", "batch_size": 4}})
+    session = open_session(cfg, 0, "embedded", "sha256:m0", log_dir=tmp_path)
+    try:
+        assert session.backend.mode == "graph" and session.backend.options.batch_size == 4
+    finally:
+        session.close()
+
+
 def test_model_fingerprint_hashes_the_checkpoint_files(tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()

@@ -55,7 +55,7 @@ from .prompt_tokens import prompt_token_ids
 
 log = logging.getLogger(__name__)
 
-Mode = Literal["auto", "generate", "continuous", "static", "prefix"]
+Mode = Literal["auto", "generate", "continuous", "static", "prefix", "graph"]
 
 
 class TransformersOptions(BaseModel):
@@ -69,7 +69,11 @@ class TransformersOptions(BaseModel):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         default="auto", description="auto: bfloat16 on CUDA, float32 on CPU."
     )
-    mode: Mode = Field(default="auto", description="auto: continuous on CUDA, prefix otherwise.")
+    mode: Mode = Field(
+        default="auto",
+        description="auto: continuous on CUDA, prefix otherwise; graph: a static KV cache, the decoding step a CUDA graph "
+        "on CUDA (backends/graph_decode.py).",
+    )
     skip_special_tokens: bool = Field(default=True, description="Drop special tokens from the decoded text.")
     think_tags: tuple[str, str] | None = Field(
         default=None,
@@ -149,6 +153,7 @@ class TransformersBackend:
         self._states: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         self._lock = threading.Lock()  # one generate at a time on this model
         self._fingerprint = self.options.fingerprint
+        self._graph_decoder: Any = None  # mode graph: its buffers and CUDA graphs, kept between calls
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, name: str | None = None, **options: Any) -> TransformersBackend:
@@ -243,6 +248,8 @@ class TransformersBackend:
             state.worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await state.worker
+        with self._lock:
+            self._graph_decoder = None  # its static caches and CUDA graphs hold GPU memory and the model
         if self._owns_model:  # a model passed in stays with its owner
             with self._lock:
                 self._model = self._tokenizer = None
@@ -312,6 +319,8 @@ class TransformersBackend:
                     outputs = self._generate_continuous(rows)
                 elif self.mode == "prefix":
                     outputs = self._generate_prefix(rows, unfinished)
+                elif self.mode == "graph":
+                    outputs = self._generate_graph(rows, unfinished)
                 else:
                     outputs = []
                     for start in range(0, len(rows), self.options.batch_size):
@@ -431,6 +440,20 @@ class TransformersBackend:
             batch_size=self.options.batch_size,
             eos_ids=_eos_ids(self._model, self._tokenizer),
             pick=sampler.pick,
+            should_stop=interrupt.requested,
+            unfinished=unfinished,
+        )
+
+    def _generate_graph(self, rows: list[_Row], unfinished: set[int] | None = None) -> list[list[int]]:
+        from .graph_decode import GraphDecoder, Row
+
+        if self._graph_decoder is None or self._graph_decoder.model is not self._model:
+            self._graph_decoder = GraphDecoder(self._model, self._tokenizer, _eos_ids(self._model, self._tokenizer))
+        first = next((r.request for r in rows if r.request.temperature > 0), None)
+        return self._graph_decoder.decode(
+            [Row(r.ids, r.request.max_tokens, r.request.stop, r.request.temperature, r.request.top_p) for r in rows],
+            batch_size=self.options.batch_size,
+            seed=request_seed(first.seed, first.sample_index) if first is not None else 0,
             should_stop=interrupt.requested,
             unfinished=unfinished,
         )

@@ -94,6 +94,9 @@ class GenerationOptions(_Strict):
     server: ServerEngine = Field(default_factory=ServerEngine)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     prefix_cache: bool = Field(True, description="transformers: compute the shared few-shot prefix once per batch group and reuse its KV cache")
+    decoder: Literal["default", "graph"] = Field(
+        "default", description="transformers: 'graph' decodes with a static KV cache, each step a CUDA graph on a GPU "
+                               "(backends/graph_decode.py; docs/star-gpu.md); 'default' keeps prefix_cache's choice")
     threads: int | None = Field(None, ge=1, description="torch CPU threads (None: leave torch's default); 1 when arms run side by side")
     store: bool = Field(True, description="keep every completion in OUT/completions.sqlite, so a resumed run asks only for missing ones")
     options: dict[str, Any] = Field(default_factory=dict, description="extra keyword options for the backend (vllm: for vllm.LLM)")
@@ -114,6 +117,11 @@ class GenerationOptions(_Strict):
         if self.engine is None:
             self.engine = self.backend or "transformers"
         self.backend = None
+        if self.decoder != "default":
+            if self.engine != "transformers":
+                raise ValueError(f"decoder {self.decoder!r} is a decoder of the transformers engine, not of {self.engine!r}")
+            if self.options.get("mode", self.decoder) != self.decoder:
+                raise ValueError(f"decoder {self.decoder!r} and options.mode {self.options['mode']!r} disagree; give decoder only")
         return self
 
     @property
@@ -206,14 +214,14 @@ class StarConfig(_Strict):
         """The fields that define the run, compared on resume: a change is refused.
 
         How generation runs (batch size, threads, wait timeout) does not change results; where it runs (the
-        generation dtype, resolved per machine, and a server's command and environment) changes them but is no
+        generation dtype, resolved per machine, the transformers decoder, and a server's command and environment) changes them but is no
         reason to refuse a resume: those are part of every completion's store key and every step's record, so a
         resume on another dtype or server regenerates what they produced (and what was built on it).
         """
         d = self.model_dump(mode="json")
         for k in ("iterations", "keep_checkpoints", "checkpoint_every", "report_to"):
             d.pop(k)
-        for k in ("batch_size", "threads", "backend", "store", "dtype", "wait_timeout_s"):
+        for k in ("batch_size", "threads", "backend", "store", "dtype", "wait_timeout_s", "decoder"):
             d["generation"].pop(k)
         server = d["generation"].pop("server")
         if self.generation.engine == "server":

@@ -334,6 +334,8 @@ def store_identity(cfg: StarConfig, fingerprint: str) -> dict[str, Any]:
     if g.engine_name == "transformers":
         ident.update(resolved_placement(g.dtype))
         ident["prefix_cache"] = g.prefix_cache
+        if g.decoder != "default":  # keyed only when set, so the stores of runs made before the field stay valid
+            ident["decoder"] = g.decoder
     elif g.engine_name == "vllm":
         ident["dtype"] = g.dtype  # vLLM resolves "auto" from the checkpoint's config, which the fingerprint covers
     else:
@@ -363,6 +365,8 @@ def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint:
     g = cfg.generation
     model, tok = load_for_generation(model_path, g.dtype)  # whole, outside any ZeRO-3/FSDP init, on this rank's device
     options = dict(g.options)
+    if g.decoder == "graph":
+        options["mode"] = "graph"
     if not g.prefix_cache:
         options.setdefault("mode", "generate")
     if g.threads:
