@@ -101,3 +101,38 @@ def test_sampling_and_gold_are_checked_at_the_edge() -> None:
     with pytest.raises(ConfigError, match="temperature"):
         StarConfig.from_dict({"sampling": {"k": 4, "temperature": 0}})
     assert StarConfig.from_dict({"sampling": {"k": 4}}).sampling.temperature == 1.0
+
+
+@pytest.mark.parametrize(("filter_", "max_kept"), [("answer", None), ("answer", 1), ("verified", None)])
+def test_k_samples_filter_keeps_each_distinct_passing_sample_once(shared_data: Path, tmp_path: Path, filter_: str,
+                                                                   max_kept: int | None) -> None:
+    """The dataset step on k samples per problem whose texts are the dataset's own: its reference rationale (right,
+    verified), the same with other white space (a duplicate), a right answer after false arithmetic (answer filter
+    only) and a wrong answer.  The tiny model above rarely gets one right, so here every branch is exercised."""
+    cfg = StarConfig.from_dict(_cfg(shared_data, filter=filter_, sampling={"k": 4, "temperature": 1.0, "max_kept": max_kept}))
+    run = StarRun(cfg, tmp_path / "run", show_progress=False)
+    train = run.task.train_problems(1, 0)[:3]
+    rows = []
+    for p in train:
+        gold = run.task.completion(p, p.rationale).strip()
+        false_math = f"We add 1 to 1 and get 7. Therefore, the answer is {p.answer}."
+        texts = [gold, "  " + gold.replace(" ", "  "), false_math, "We add 1 to 1 and get 2. Therefore, the answer is 2."]
+        samples = [{"text": t, **run._judge(p, t)} for t in texts]
+        assert [s["correct"] for s in samples] == [True, True, True, p.answer == "2"]
+        rows.append({"id": p.id, "answer": p.answer, "prompt": "", **samples[0], "samples": samples})
+    gen = {"rows": rows}
+    d = tmp_path / "run" / "iter_1"
+    d.mkdir(parents=True)
+    recs = run._dataset(1, d, train, gen, {"rows": []})
+    per_problem = 1 if max_kept == 1 or filter_ == "verified" else 2  # the gold text once (+ the false-math one)
+    assert len(recs) == 3 * per_problem
+    for p in train:
+        mine = [r.completion for r in recs if r.id == p.id]
+        assert mine[0] == run.task.gold_record(p).completion  # the first kept one is the reference, whitespace aside
+        assert len(mine) == per_problem
+    f = read_json(d / "filter.json")["samples"]
+    assert f["problems_with_kept"] == f["problems_with_correct"] == 3 and f["kept"] == len(recs) and f["drawn"] == 12
+    assert f["duplicates"] == 3  # the white-space variant of the reference, whatever the filter and cap
+    assert f["capped"] == (3 if max_kept == 1 else 0)
+    if filter_ == "verified":
+        assert read_json(d / "filter.json")["generate"]["rejected"] == 3  # the false arithmetic, once per problem
