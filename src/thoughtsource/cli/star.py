@@ -29,6 +29,7 @@ class Baseline(str, Enum):
     star = "star"
     direct = "direct"
     fewshot = "fewshot"
+    gold = "gold"
 
 
 class PseudoLabels(str, Enum):
@@ -63,7 +64,7 @@ def _digits(value: str) -> tuple[int, int]:
 #: ``star run``'s options that set a StarConfig field: parameter → the field's dotted path ("!": the flag sets it False)
 CONFIG_FIELDS: dict[str, str] = {
     "task": "task", "model": "model", "iterations": "iterations", "no_rationalization": "!rationalization",
-    "baseline": "baseline", "pseudo_labels": "pseudo_labels.mode", "pseudo_k": "pseudo_labels.k", "fewshot_k": "fewshot_k",
+    "baseline": "baseline", "pseudo_labels": "pseudo_labels.mode", "pseudo_k": "pseudo_labels.k", "samples": "sampling.k", "fewshot_k": "fewshot_k",
     "steps_first": "steps.first", "warmup_steps": "steps.warmup_steps", "batch_size": "batch_size", "lr": "lr",
     "lora": "lora.enabled", "gen_batch_size": "generation.batch_size", "max_new_tokens": "generation.max_new_tokens",
     "backend": "generation.backend", "engine": "generation.engine", "server_command": "generation.server.command",
@@ -119,7 +120,8 @@ def run(
     config: Path | None = typer.Option(None, "--config", help="YAML run config: a file, or the name of a shipped one "
                                        "(e.g. arithmetic_fresh; thoughtsource star configs lists them); command-line options win."),
     no_rationalization: bool = typer.Option(False, "--no-rationalization", help="STaR without rationalization."),
-    baseline: Baseline | None = typer.Option(None, "--baseline", help="direct: fine-tune on answers only; fewshot: no training."),
+    baseline: Baseline | None = typer.Option(None, "--baseline", help="direct: fine-tune on answers only; fewshot: no training; gold: fine-tune on the reference rationales."),
+    samples: int | None = typer.Option(None, "--samples", help="Rationales sampled per training problem (sampling.k, at sampling.temperature)."),
     pseudo_labels: PseudoLabels | None = typer.Option(None, "--pseudo-labels", help="majority: majority answer of k samples as the target."),
     pseudo_k: int | None = typer.Option(None, "--pseudo-k", help="Samples per question for --pseudo-labels majority."),
     digits: str | None = typer.Option(None, "--digits", help="arithmetic: digit range, e.g. 1-5."),

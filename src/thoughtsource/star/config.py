@@ -137,6 +137,21 @@ class PseudoLabels(_Strict):
     temperature: float = Field(0.7, gt=0)
 
 
+class Sampling(_Strict):
+    """k rationales per training problem at temperature > 0 (as ReST-EM does), each request with its own seed.
+
+    Every sample whose answer passes the filter becomes a training record (identical texts once;
+    ``max_kept`` caps the records per problem).  ``k = 1`` is the paper's one rationale per problem at
+    ``generation.temperature``.  Rationalization stays one hinted sample at ``generation.temperature``
+    (greedy by default) per problem with no correct sample; test and dev are always decoded at
+    ``generation.temperature``.
+    """
+
+    k: int = Field(1, ge=1, description="rationales sampled per training problem")
+    temperature: float = Field(1.0, gt=0, description="sampling temperature of the k rationales (k > 1 only)")
+    max_kept: int | None = Field(None, ge=1, description="at most this many kept records per problem (None: all distinct)")
+
+
 class LoraOptions(_Strict):
     enabled: bool = False
     r: int = Field(16, ge=1)
@@ -150,7 +165,9 @@ class StarConfig(_Strict):
     task: str = Field("arithmetic", description="arithmetic, gsm8k, commonsense_qa, a registered dataset or a ThoughtSource file")
     task_options: dict[str, Any] = Field(default_factory=dict, description="task keyword options (digits, n_train, n_test, split names...)")
     iterations: int = Field(3, ge=0, description="outer loops; 0 = evaluate the base model few-shot only")
-    baseline: Literal["star", "direct", "fewshot"] = Field("star", description="star; direct: fine-tune on answers without rationales; fewshot: no training")
+    baseline: Literal["star", "direct", "fewshot", "gold"] = Field(
+        "star", description="star; direct: fine-tune on answers without rationales; fewshot: no training; gold: fine-tune on the "
+                            "dataset's reference rationales (an upper bound), in the format the model generates")
     rationalization: bool = True
     fewshot_k: int = Field(3, ge=0, description="few-shot exemplars per prompt")
     fewshot_after_training: bool = Field(True, description="keep the few-shot prompt when generating with fine-tuned models (the paper's default)")
@@ -159,6 +176,7 @@ class StarConfig(_Strict):
         "answer", description="answer: keep rationales whose answer is right (the paper); verified: the rationale must also pass the task's check"
     )
     pseudo_labels: PseudoLabels = Field(default_factory=PseudoLabels)
+    sampling: Sampling = Field(default_factory=Sampling)
     steps: StepSchedule = Field(default_factory=StepSchedule)
     batch_size: int = Field(8, ge=1, description="training batch size per device")
     gradient_accumulation_steps: int = Field(1, ge=1)
@@ -191,6 +209,11 @@ class StarConfig(_Strict):
     def _check(self) -> StarConfig:
         if self.baseline == "direct" and self.pseudo_labels.mode != "none":
             raise ValueError("pseudo-labels need rationales: not with baseline 'direct'")
+        if self.baseline == "gold" and self.pseudo_labels.mode != "none":
+            raise ValueError("baseline 'gold' trains on the reference rationales of gold answers: not with pseudo-labels")
+        if self.sampling.k > 1 and (self.baseline != "star" or self.pseudo_labels.mode != "none"):
+            raise ValueError(f"sampling.k > 1 samples rationales for baseline 'star' without pseudo-labels, not for "
+                             f"baseline {self.baseline!r}" + (" with pseudo-labels" if self.pseudo_labels.mode != "none" else ""))
         return self
 
     # ------------------------------------------------------------------ io

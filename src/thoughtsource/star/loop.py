@@ -27,7 +27,10 @@ is :mod:`.artifacts`'; the metrics and the summary are :mod:`.metrics`'.
 
 Baselines in the same loop: ``baseline="fewshot"`` (iteration 0 only), ``baseline="direct"``
 (fine-tune on question → answer, no rationales), ``rationalization=False`` (STaR without
-rationalization).  ``pseudo_labels.mode="majority"``: the targets are the majority answers of k
+rationalization), ``baseline="gold"`` (fine-tune on the dataset's reference rationales, an upper bound),
+``sampling.k > 1`` (k rationales per problem at ``sampling.temperature``, each correct distinct one kept, as
+ReST-EM does).  Every arm that trains runs ``steps.steps(n)`` optimizer steps of ``batch_size`` examples at
+iteration n whatever its data's size (matched compute).  ``pseudo_labels.mode="majority"``: the targets are the majority answers of k
 sampled rationales (Appendix H), for questions without gold answers.
 """
 
@@ -133,7 +136,7 @@ class StarRun:
             if cfg.pseudo_labels.mode == "majority":
                 train = self._pseudo_labels(n, d, train)
             gen = rat = None
-            if not self.direct:
+            if cfg.baseline == "star":
                 gen = self._generate(n, d, train, hint=False)
                 if cfg.rationalization:
                     by_id = {p.id: p for p in train}
@@ -224,14 +227,21 @@ class StarRun:
             return done
         stats = GenStats()
         t0 = time.perf_counter()
-        texts = self._complete(self.models.generator(n - 1), train, n - 1, hint=hint, description=f"iter {n}: {name}", stats=stats)
+        sampling = self.cfg.sampling
+        k = 1 if hint else sampling.k  # rationalization: one hinted sample at generation.temperature
+        texts = self._complete(self.models.generator(n - 1), train, n - 1, hint=hint, description=f"iter {n}: {name}", stats=stats,
+                               temperature=sampling.temperature if k > 1 else None, samples=k)
         ex = self._exemplars(n - 1)
         rows = []
-        for p, (text,) in zip(train, texts, strict=True):
-            row = {"id": p.id, "answer": p.answer, "prompt": self.task.prompt(p, ex, hint=hint, direct=self.direct),
-                   "text": text, **self._judge(p, text)}
+        for p, samples in zip(train, texts, strict=True):
+            judged = [{"text": t, **self._judge(p, t)} for t in samples]
+            # k > 1: the row's text is its first correct sample (else its first), "correct" whether any sample is
+            first = next((j for j in judged if j["correct"]), judged[0])
+            row = {"id": p.id, "answer": p.answer, "prompt": self.task.prompt(p, ex, hint=hint, direct=self.direct), **first}
+            if k > 1:
+                row["samples"] = judged
             if "gold_answer" in p.meta:  # "answer"/"correct" are the pseudo-label target; the gold ones beside them
-                row.update(target="pseudo_label", gold_answer=p.meta["gold_answer"], correct_vs_gold=self._gold_correct(p, text))
+                row.update(target="pseudo_label", gold_answer=p.meta["gold_answer"], correct_vs_gold=self._gold_correct(p, first["text"]))
             rows.append(row)
         result = {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3),
                   "model": self.models.info(n - 1), "world_size": dist.world_size()}
@@ -253,6 +263,11 @@ class StarRun:
         train_ex = self.task.exemplars(self.cfg.fewshot_k) if self.cfg.train_with_fewshot and self.cfg.fewshot_k else []
         if self.direct:
             records = [self.task.training_record(p, None, exemplars=train_ex) for p in train]
+        elif self.cfg.baseline == "gold":
+            records = [self.task.gold_record(p, exemplars=train_ex) for p in train if p.rationale.strip()]
+            if len(records) < len(train):
+                log.warning("iteration %d: %d of %d training problems have no reference rationale; trained on the rest",
+                            n, len(train) - len(records), len(train))
         else:
             assert gen is not None
             by_id = {p.id: p for p in train}
@@ -260,21 +275,49 @@ class StarRun:
             report: dict[str, Any] = {"name": self.cfg.filter, "generate": {"answer_correct": 0, "rejected": 0},
                                       "rationalize": {"answer_correct": 0, "rejected": 0}, "examples": []}
             kept: set[tuple[str, str]] = set()
+            sampled = self.cfg.sampling.k > 1
+            if sampled:
+                report["samples"] = {"k": self.cfg.sampling.k, "temperature": self.cfg.sampling.temperature,
+                                     "max_kept": self.cfg.sampling.max_kept, "problems": len(gen["rows"]), "drawn": 0,
+                                     "answer_correct": 0, "duplicates": 0, "capped": 0, "kept": 0,
+                                     "problems_with_correct": 0, "problems_with_kept": 0}
             for row in gen["rows"]:
                 p = by_id[row["id"]]
                 for kind, r in (("generate", row), ("rationalize", rat_rows.get(row["id"]))):
                     if r is None or not r["correct"]:
                         continue
-                    reason = self.task.verify(p, r["text"], rationalized=kind == "rationalize")
-                    report[kind]["answer_correct"] += 1
-                    if reason is not None:
-                        report[kind]["rejected"] += 1
-                        if len(report["examples"]) < 8:
-                            report["examples"].append({"id": p.id, "kind": kind, "reason": reason, "text": r["text"]})
-                    if reason is None or self.cfg.filter == "answer":
-                        records.append(self.task.training_record(p, r["text"], rationalized=kind == "rationalize",
+                    candidates = r.get("samples") or [r]
+                    seen: set[str] = set()
+                    for c in candidates:
+                        if kind == "generate" and sampled:
+                            report["samples"]["drawn"] += 1
+                        if not c["correct"]:
+                            continue
+                        reason = self.task.verify(p, c["text"], rationalized=kind == "rationalize")
+                        report[kind]["answer_correct"] += 1
+                        if reason is not None:
+                            report[kind]["rejected"] += 1
+                            if len(report["examples"]) < 8:
+                                report["examples"].append({"id": p.id, "kind": kind, "reason": reason, "text": c["text"]})
+                        if reason is not None and self.cfg.filter != "answer":
+                            continue
+                        key = " ".join(c["text"].split())
+                        if key in seen:  # identical rationales (up to white space) are one record
+                            if sampled:
+                                report["samples"]["duplicates"] += 1
+                            continue
+                        if self.cfg.sampling.max_kept is not None and len(seen) >= self.cfg.sampling.max_kept:
+                            report["samples"]["capped"] += 1
+                            continue
+                        seen.add(key)
+                        records.append(self.task.training_record(p, c["text"], rationalized=kind == "rationalize",
                                                                  exemplars=train_ex))
                         kept.add((p.id, kind))
+                    if sampled and kind == "generate":
+                        report["samples"]["answer_correct"] += sum(bool(c["correct"]) for c in candidates)
+                        report["samples"]["problems_with_correct"] += 1
+                        report["samples"]["kept"] += len(seen)
+                        report["samples"]["problems_with_kept"] += bool(seen)
                     break  # rationalization only ran on problems answered wrongly
             write(d / "filter.json", report)
             write(d / "rationales.json", rationales(self.task, self.cfg, n, self.models.path(n - 1), train, gen, rat, kept))

@@ -108,6 +108,12 @@ class Task:
                 cut = min(cut, i)
         return text[:cut].rstrip()
 
+    def gold_record(self, problem: Problem, *, exemplars: Sequence[Problem] = ()) -> TrainingRecord:
+        """question → the problem's reference rationale + answer (``baseline: gold``), in the format the few-shot
+        exemplars show and the model generates (:meth:`completion`)."""
+        return TrainingRecord(id=problem.id, prompt=self.prompt(problem, list(exemplars), hint=False, direct=False),
+                              completion=self.completion(problem, problem.rationale), rationalized=False)
+
     def training_record(self, problem: Problem, text: str | None, *, rationalized: bool = False,
                         exemplars: Sequence[Problem] = ()) -> TrainingRecord:
         """question (never the hint) → generated rationale + answer.  ``text`` None: the gold answer alone (direct).
