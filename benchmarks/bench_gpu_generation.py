@@ -52,12 +52,15 @@ def workloads(n: int, max_new: int, only: list[str]) -> dict[str, list[Request]]
     return out
 
 
-def load(model_path: str, device: str) -> tuple[Any, Any, str]:
+def load(model_path: str, device: str, dtype_name: str = "auto") -> tuple[Any, Any, str]:
     import torch
 
     from thoughtsource.embedded import load_model
 
-    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if dtype_name == "auto":
+        dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    else:
+        dtype = getattr(torch, dtype_name)
     model, tok = load_model(model_path, dtype=dtype, device_map={"": device})
     return model.eval(), tok, str(dtype).replace("torch.", "")
 
@@ -137,6 +140,8 @@ def main() -> None:
     ap.add_argument("--warmup", choices=["auto", "yes", "no"], default="auto",
                     help="an untimed pass per arm first (auto: on CUDA, where graphs and compilation need it)")
     ap.add_argument("--arms", default="old,graph,ceiling")
+    ap.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default="auto",
+                    help="auto: bf16 on CUDA, fp32 on the CPU; float32 on a GPU checks greedy identity without bf16 ties")
     ap.add_argument("--compile", choices=["auto", "yes", "no"], default="auto", help="ceiling: torch.compile (auto: on CUDA)")
     ap.add_argument("--out", type=Path, required=True, help="JSON results")
     args = ap.parse_args()
@@ -145,7 +150,7 @@ def main() -> None:
     import transformers
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    model, tok, dtype = load(args.model, device)
+    model, tok, dtype = load(args.model, device, args.dtype)
     results: dict[str, Any] = {
         "device": torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor() or "cpu",
         "torch": torch.__version__, "transformers": transformers.__version__, "dtype": dtype, "model": args.model,
