@@ -158,3 +158,102 @@ def test_damaged_files_never_end_in_a_traceback(shared_data: Path, tmp_path: Pat
         capsys.readouterr()
     kinds = {e.strip().splitlines()[-1]: e for e in escaped}  # one example of each distinct error
     assert not escaped, "\n\n".join(kinds.values()) + f"\n\n({len(escaped)} in all)"
+
+
+def _one_error_line(args: list[str], capsys: pytest.CaptureFixture) -> tuple[str | None, str]:
+    """(None, the error line) when the command failed as a user's mistake should: exit 1 or 2, one 'error:' line (a
+    config error's list of problems may follow it), no traceback; else (what went wrong, "")."""
+    try:
+        main(args)
+    except SystemExit as e:
+        code = e.code
+    except BaseException:
+        capsys.readouterr()
+        return traceback.format_exc(limit=-3), ""
+    else:
+        code = 0
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    if code not in (1, 2) or len(errors) != 1 or "Traceback" in err:
+        return f"exit {code}, {len(errors)} error lines:\n{err[-2000:]}", ""
+    return None, errors[0]
+
+
+def _star_configs(shared_data: Path, tmp: Path) -> list[tuple[str, Path, bool]]:
+    """(what was done, file, whether the config itself is wrong): shipped STaR run configs (one on a ThoughtSource file
+    from ../shared/data) damaged at random, and the mistakes a user makes by hand: malformed YAML, wrong types,
+    unknown keys, missing files."""
+    import yaml
+
+    from thoughtsource.star.config import CONFIGS_DIR
+
+    rng = random.Random(SEED)
+    dataset = shared_data / "thoughtsource_examples" / "tests_unit_data" / "test_1_dataset.json"
+    on_file = yaml.safe_load((CONFIGS_DIR / "gsm8k_cpu.yaml").read_text()) | {"task": str(dataset), "task_options": {"n_test": 2}}
+    sources = {name: (CONFIGS_DIR / f"{name}.yaml").read_text() for name in ("arithmetic_cpu", "unlabelled_majority")}
+    sources["on_a_file"] = yaml.safe_dump(on_file)
+    out: list[tuple[str, Path, bool]] = []
+
+    def put(what: str, data: bytes | str, wrong: bool = False) -> None:
+        path = tmp / f"star{len(out)}.yaml"
+        path.write_bytes(data.encode() if isinstance(data, str) else data)
+        out.append((what, path, wrong))
+
+    for name, text in sources.items():
+        for k in range(4):
+            put(f"{name} bytes #{k}", _byte_damage(text.encode(), rng))
+            put(f"{name} structure #{k}", yaml.safe_dump(_structural_damage(yaml.safe_load(text), rng)))
+    arithmetic = yaml.safe_load(sources["arithmetic_cpu"])
+    by_hand = {
+        "malformed YAML": "task: [arithmetic\niterations: 2\n",
+        "a tab indent": "task: arithmetic\ntask_options:\n\tmin_digits: 1\n",
+        "a list, not a mapping": "- task: arithmetic\n",
+        "a scalar": "arithmetic\n",
+        "empty": "",
+        "invalid UTF-8": b"task: arithm\xff\xfetic\n",
+        "duplicate key": "task: arithmetic\ntask: gsm8k\n",
+        "iterations a word": {**arithmetic, "iterations": "two"},
+        "negative iterations": {**arithmetic, "iterations": -1},
+        "steps a number": {**arithmetic, "steps": 5},
+        "lr a mapping": {**arithmetic, "lr": {"value": 1}},
+        "task_options a list": {**arithmetic, "task_options": [1, 2]},
+        "task_options of a wrong type": {**arithmetic, "task_options": {"min_digits": "one", "max_digits": 3}},
+        "task_options out of range": {**arithmetic, "task_options": {"min_digits": 5, "max_digits": 1}},
+        "task a number": {**arithmetic, "task": 7},
+        "task null": {**arithmetic, "task": None},
+        "task empty": {**arithmetic, "task": ""},
+        "unknown top-level key": {**arithmetic, "iteratons": 2},
+        "unknown nested key": {**arithmetic, "steps": {"frist": 4}},
+        "task_options typo": {**arithmetic, "task_options": {"min_digit": 1}},
+        "generation engine unknown": {**arithmetic, "generation": {"engine": "tgi"}},
+        "a missing task file": {**on_file, "task": str(tmp / "missing" / "data.json")},
+        "a task file that is a folder": {**on_file, "task": str(tmp)},
+        "a damaged task file": {**on_file, "task": str(tmp / "damaged.json")},
+        "an unknown task": {**arithmetic, "task": "arithmetics"},
+    }
+    (tmp / "damaged.json").write_bytes(dataset.read_bytes()[:5000])
+    for what, data in by_hand.items():
+        put(what, data if isinstance(data, str | bytes) else yaml.safe_dump(data), wrong=what != "empty")
+    return out
+
+
+def test_damaged_star_configs_end_in_one_error_line(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``star run --config F``: every damaged or mistaken config ends in one error line with a non-zero exit.  The
+    model given is a folder that cannot load, so a config that survives its checks fails there, after every input
+    the config names was read, and no run starts."""
+    model = tmp_path / "not_a_model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "nonsense"}')
+    cases = _star_configs(shared_data, tmp_path)
+    cases += [("a config that is not there", tmp_path / "nowhere.yaml", True), ("a config that is a folder", tmp_path, True),
+              ("an unknown shipped name", Path("arithmetic_cpuu"), True)]
+    escaped = []
+    for k, (what, path, wrong) in enumerate(cases):
+        problem, line = _one_error_line(["-q", "star", "run", "--config", str(path), "--model", str(model),
+                                         "--out", str(tmp_path / f"run{k}")], capsys)
+        if problem is None and wrong and "cannot load model" in line:
+            problem = f"not refused as a wrong config: {line}"
+        if problem is not None:
+            escaped.append(f"star run --config on {what} ({path.name}):\n{problem}")
+    kinds = {e.strip().splitlines()[-1]: e for e in escaped}
+    assert not escaped, "\n\n".join(kinds.values()) + f"\n\n({len(escaped)} in all)"
