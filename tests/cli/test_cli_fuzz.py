@@ -6,6 +6,13 @@ Byte damage (truncation, flipped and deleted bytes, invalid UTF-8) and structura
 another type, a list where a string belongs) of JSON, JSONL and Parquet inputs, and of a fragments file (generate
 --fragments).  Seeded: a failure repeats.  Found so far: invalid UTF-8 in JSONL, a non-string or empty dataset/split
 name (UnicodeDecodeError, TypeError and a pandas ValueError tracebacks).
+
+``serve`` (the annotator, in its own process: it serves until stopped) with damaged data files, damaged, foreign or
+misplaced annotation databases, a damaged upload and odd options; ``star run --config`` with damaged shipped configs
+and a user's mistakes (malformed YAML, wrong types, unknown keys, missing files).  Found: another program's SQLite
+file as --db (sqlite3.OperationalError), --similarity-threshold/--page-size out of range (pydantic ValidationError),
+no or repeated --labels (served), a config that is not UTF-8 (UnicodeDecodeError), task_options of a wrong type
+(TypeError), a key given twice in a config (the last one kept silently).
 """
 
 from __future__ import annotations
@@ -255,5 +262,105 @@ def test_damaged_star_configs_end_in_one_error_line(shared_data: Path, tmp_path:
             problem = f"not refused as a wrong config: {line}"
         if problem is not None:
             escaped.append(f"star run --config on {what} ({path.name}):\n{problem}")
+    kinds = {e.strip().splitlines()[-1]: e for e in escaped}
+    assert not escaped, "\n\n".join(kinds.values()) + f"\n\n({len(escaped)} in all)"
+
+
+def _serve(args: list[str], home: Path) -> tuple[str | None, str]:
+    """``thoughtsource serve ARGS --port 0`` in its own process: (None, how it ended) when it served (stopped with
+    Ctrl-C once it says so) or failed with exit 1 or 2 and one error line, no traceback; else (what went wrong, "")."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "THOUGHTSOURCE_HOME": str(home), "COLUMNS": "250",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "thoughtsource", "serve", *args, "--port", "0"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+    assert proc.stderr is not None
+    lines: list[str] = []
+    try:
+        for line in proc.stderr:  # ends when the process ends
+            lines.append(line)
+            if line.startswith("serving ") and sum(x.startswith("serving ") for x in lines) == 1:
+                proc.send_signal(signal.SIGINT)  # once: a second Ctrl-C would interrupt the shutdown
+        code = proc.wait(timeout=120)  # a guard against a hang, not a time the test measures
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = "".join(lines)
+    if any(line.startswith("serving ") for line in lines):
+        return (None, "served") if "Traceback" not in err else (err[-2000:], "")
+    errors = [line for line in lines if line.startswith("error:")]
+    if code not in (1, 2) or len(errors) != 1 or "Traceback" in err:
+        return f"exit {code}, {len(errors)} error lines:\n{err[-2000:]}", ""
+    return None, errors[0].strip()
+
+
+def test_serve_inputs_never_end_in_a_traceback(shared_data: Path, tmp_path: Path) -> None:
+    """``serve``'s inputs: damaged data files, annotation databases that are damaged, foreign or not files, a damaged
+    upload waiting next to the database, odd labels and thresholds.  Each serves or ends in one error line."""
+    import sqlite3
+
+    from thoughtsource.web.db import AnnotationDB
+
+    good = shared_data / "thoughtsource_examples" / "tests_unit_data" / "test_1_dataset.json"
+    rng = random.Random(SEED)
+    real_db = tmp_path / "real" / "annotations.sqlite"
+    AnnotationDB(real_db)
+    raw_db = real_db.read_bytes()
+    dbs: dict[str, Path] = {}
+    for what, data in {"garbage": bytes(rng.randrange(256) for _ in range(4096)), "truncated": raw_db[: len(raw_db) // 3],
+                       "damaged": _byte_damage(raw_db, rng), "empty": b"", "text": b"users: admin\n"}.items():
+        dbs[f"a {what} database"] = tmp_path / f"db_{what}" / "annotations.sqlite"
+        dbs[f"a {what} database"].parent.mkdir()
+        dbs[f"a {what} database"].write_bytes(data)
+    foreign = tmp_path / "db_foreign" / "annotations.sqlite"
+    foreign.parent.mkdir()
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE users (name INTEGER, role BLOB)")
+        conn.execute("CREATE TABLE annotations (x)")
+    dbs["another program's SQLite database"] = foreign
+    dbs["a folder as the database"] = tmp_path / "db_folder"
+    dbs["a folder as the database"].mkdir()
+    (tmp_path / "a_file").write_text("x")
+    dbs["a database under a file"] = tmp_path / "a_file" / "annotations.sqlite"
+    uploads = tmp_path / "db_uploads" / "annotations.sqlite"
+    AnnotationDB(uploads)
+    (uploads.parent / "uploads").mkdir()
+    (uploads.parent / "uploads" / "upload.json").write_bytes(good.read_bytes()[:3000])
+    dbs["a damaged upload next to the database"] = uploads
+
+    cases: list[tuple[str, list[str]]] = []
+    (tmp_path / "inputs").mkdir()
+    for what, path in _damaged_inputs(shared_data, tmp_path / "inputs", per_kind=1):
+        cases.append((what, [str(path), "--db", str(tmp_path / "fresh" / f"{path.stem}.sqlite")]))
+    for what, db in dbs.items():
+        cases.append((what, [str(good), "--db", str(db)]))
+    fresh = str(tmp_path / "fresh" / "annotations.sqlite")
+    cases += [
+        ("a missing data file", [str(tmp_path / "missing.json"), "--db", fresh]),
+        ("a folder as the data file", [str(tmp_path / "inputs"), "--db", fresh]),
+        ("an empty data file", [str(tmp_path / "inputs" / "empty.json"), "--db", fresh]),
+    ]
+    refused = {  # options the settings refuse: an error line, never a server
+        "labels that are all empty": ["--labels", " , ,"],
+        "a label given twice": ["--labels", "good,good"],
+        "a threshold above 1": ["--similarity-threshold", "5"],
+        "a threshold that is not a number": ["--similarity-threshold", "nan"],
+        "a page size of 0": ["--page-size", "0"],
+    }
+    cases += [(what, [str(good), "--db", fresh, *option]) for what, option in refused.items()]
+    (tmp_path / "inputs" / "empty.json").write_bytes(b"")
+    escaped = []
+    for what, args in cases:
+        problem, outcome = _serve(args, tmp_path / "home")
+        print(f"{what}: {outcome}")  # shown with -s
+        if problem is None and what in refused and outcome == "served":
+            problem = "served instead of refusing the option"
+        if problem is not None:
+            escaped.append(f"serve on {what}:\n{problem}")
     kinds = {e.strip().splitlines()[-1]: e for e in escaped}
     assert not escaped, "\n\n".join(kinds.values()) + f"\n\n({len(escaped)} in all)"
