@@ -452,7 +452,10 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
                     yield piece(*item)
                 try:
                     out = task.result()
-                except ApiError as e:  # the response has begun: the error is the stream's last event, as vLLM sends it
+                except Exception as e:  # the response has begun: the error is the stream's last event, as vLLM sends it
+                    if not isinstance(e, ApiError):
+                        log.exception("streamed request failed")
+                        e = ApiError(500, f"internal error: {type(e).__name__}: {e}")
                     yield _sse({"error": {"message": e.message, "type": _error_type(e.status), "param": e.param,
                                           "code": e.code}})
                     yield "data: [DONE]\n\n"
