@@ -6,6 +6,9 @@ Chat and completions, ``n`` with a ``seed``, stop sequences, streaming, logprobs
 
 from __future__ import annotations
 
+import json
+
+import httpx
 import pytest
 
 openai = pytest.importorskip("openai")
@@ -77,10 +80,10 @@ def test_streaming_sends_tokens_while_decoding_and_a_disconnect_stops_the_genera
     and nothing would have been stopped (the backend's ``cancelled`` counts rows stopped before their end)."""
     backend = model_server.backend
     before = backend.counters.snapshot()
-    stream = client.completions.create(model=MODEL, prompt="Count: 1, 2, 3,", max_tokens=512, temperature=0, stream=True)
-    first = next(iter(stream))
-    assert first.choices[0].text and first.choices[0].finish_reason is None
-    stream.close()
+    body = {"model": MODEL, "prompt": "Count: 1, 2, 3,", "max_tokens": 512, "temperature": 0, "stream": True}
+    with httpx.stream("POST", f"{model_server.base_url}/completions", json=body, timeout=300) as r:  # a client that leaves
+        first = json.loads(next(line for line in r.iter_lines() if line.startswith("data: "))[len("data: "):])
+    assert first["choices"][0]["text"] and first["choices"][0]["finish_reason"] is None
     after = client.completions.create(model=MODEL, prompt="Count:", max_tokens=1)  # decoded after the stopped row's batch
     now = backend.counters.snapshot()
     assert now["cancelled"] == before["cancelled"] + 1
@@ -134,8 +137,6 @@ def test_token_ids_outside_the_vocabulary_are_a_400_naming_the_id(client, model_
             client.completions.create(model=MODEL, prompt=prompt, max_tokens=1)
         assert info.value.status_code == 400 and info.value.param == "prompt"
         assert info.value.message.startswith("Error code: 400") and f"prompt{message}" in info.value.body["message"]
-    import httpx
-
     root = model_server.base_url.removesuffix("/v1")
     r = httpx.post(f"{root}/detokenize", json={"tokens": [1, 99999]})
     assert r.status_code == 400 and "tokens[1]: token id 99999 is out of vocabulary" in r.json()["error"]["message"]
