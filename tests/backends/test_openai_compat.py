@@ -66,6 +66,7 @@ def test_latency_is_overlapped_by_concurrency():
         "failed": 0,
         "prompt_tokens": 0,
         "completion_tokens": 0,
+        "cancelled": 0,
     }
 
 

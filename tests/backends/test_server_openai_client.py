@@ -6,6 +6,9 @@ Chat and completions, ``n`` with a ``seed``, stop sequences, streaming, logprobs
 
 from __future__ import annotations
 
+import json
+
+import httpx
 import pytest
 
 openai = pytest.importorskip("openai")
@@ -61,6 +64,31 @@ def test_streaming_chat_and_completions_equal_the_plain_answer(client):
     streamed = list(client.completions.create(**kw, stream=True))
     assert "".join(ch.choices[0].text for ch in streamed) == client.completions.create(**kw).choices[0].text
     assert streamed[-1].choices[0].finish_reason == "length"
+    # n sampled choices interleave by index; a stop sequence is never sent, not even its first characters
+    kw = {"model": MODEL, "prompt": "Count: 1, 2, 3,", "max_tokens": 16, "temperature": 0.7, "seed": 5, "n": 2, "stop": [", 6"]}
+    plain_n = client.completions.create(**kw)
+    chunks_n = list(client.completions.create(**kw, stream=True))
+    for i in (0, 1):
+        mine = [ch.choices[0] for ch in chunks_n if ch.choices[0].index == i]
+        assert "".join(c.text for c in mine) == plain_n.choices[i].text and ", 6" not in plain_n.choices[i].text
+        assert mine[-1].finish_reason == plain_n.choices[i].finish_reason and len(mine) > 3
+
+
+def test_streaming_sends_tokens_while_decoding_and_a_disconnect_stops_the_generation(client, model_server):
+    """The chunks leave as the tokens are chosen: a client that reads the first chunk and disconnects stops its row
+    long before its 512 tokens.  Sent after generation, the row would have run to its end before the first chunk,
+    and nothing would have been stopped (the backend's ``cancelled`` counts rows stopped before their end)."""
+    backend = model_server.backend
+    before = backend.counters.snapshot()
+    body = {"model": MODEL, "prompt": "Count: 1, 2, 3,", "max_tokens": 512, "temperature": 0, "stream": True}
+    with httpx.stream("POST", f"{model_server.base_url}/completions", json=body, timeout=300) as r:  # a client that leaves
+        first = json.loads(next(line for line in r.iter_lines() if line.startswith("data: "))[len("data: "):])
+    assert first["choices"][0]["text"] and first["choices"][0]["finish_reason"] is None
+    after = client.completions.create(model=MODEL, prompt="Count:", max_tokens=1)  # decoded after the stopped row's batch
+    now = backend.counters.snapshot()
+    assert now["cancelled"] == before["cancelled"] + 1
+    stopped_at = now["completion_tokens"] - before["completion_tokens"] - after.usage.completion_tokens
+    assert 0 < stopped_at < 512
 
 
 def test_logprobs_with_echo_score_the_prompt_as_the_model_does(client, model_server, embedded_model):
@@ -91,6 +119,28 @@ def test_logprobs_with_echo_score_the_prompt_as_the_model_does(client, model_ser
     assert len(content) == chat.usage.completion_tokens
     # greedy: each token is the most likely one at its place
     assert all(len(t.top_logprobs) == 3 and t.top_logprobs[0].logprob == pytest.approx(t.logprob) for t in content)
+
+
+def test_token_ids_outside_the_vocabulary_are_a_400_naming_the_id(client, model_server):
+    """A token id the model has no embedding for failed generation with a 500 (IndexError; a negative id an
+    OverflowError), and failed every other request batched with it; now it is refused up front."""
+    cases = {
+        "[0]: token id 99999 is out of vocabulary; this model's vocabulary has 49152 tokens (ids 0 to 49151)": [99999],
+        "[2]: token id -1 is out of vocabulary": [1, 2, -1],
+        "[1][0]: token id 49152 is out of vocabulary": [[1, 2], [49152]],
+        ": must be a string, a list of strings, a list of token ids or a list of token-id lists": [1.5, 2],
+        ": must not be empty": [],
+        ": a token-id prompt must not be empty": [[1], []],
+    }
+    for message, prompt in cases.items():
+        with pytest.raises(openai.BadRequestError) as info:
+            client.completions.create(model=MODEL, prompt=prompt, max_tokens=1)
+        assert info.value.status_code == 400 and info.value.param == "prompt"
+        assert info.value.message.startswith("Error code: 400") and f"prompt{message}" in info.value.body["message"]
+    root = model_server.base_url.removesuffix("/v1")
+    r = httpx.post(f"{root}/detokenize", json={"tokens": [1, 99999]})
+    assert r.status_code == 400 and "tokens[1]: token id 99999 is out of vocabulary" in r.json()["error"]["message"]
+    assert client.completions.create(model=MODEL, prompt=[1, 49151], max_tokens=1).choices[0].finish_reason
 
 
 def test_models_and_errors(client):

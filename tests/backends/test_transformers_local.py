@@ -233,3 +233,27 @@ def test_a_natural_end_is_finish_reason_stop_in_every_mode(embedded_model: tuple
     done, short = backend.complete_sync([say_ok, cut])
     assert done.finish_reason == "stop" and 0 < done.completion_tokens < 64
     assert short.finish_reason == "length" and short.completion_tokens == 2
+
+
+@pytest.mark.parametrize("mode", ["prefix", "generate", "static", "continuous", "graph"])
+def test_sinks_get_each_token_as_it_is_chosen_and_can_stop_their_row(embedded_model: tuple, mode: str):
+    """serve-model's streaming: a row's sink receives its tokens in order (the end token excluded), the output is the
+    same as without sinks, and a sink that returns False stops its row there while the others go on."""
+    backend = TransformersBackend.from_loaded(*embedded_model, mode=mode, batch_size=4)
+    say_ok = Request(messages=({"role": "user", "content": "Say OK."},), max_tokens=64)  # ends with the EOS
+    count = Request(prompt="Count: 1, 2, 3,", max_tokens=24)  # runs to max_tokens
+    plain = backend.generate([say_ok, count])
+    got: list[list[int]] = [[], [], []]
+
+    def sink(i: int, stop_after: int | None = None):
+        def on_token(token: int) -> bool:
+            got[i].append(token)
+            return stop_after is None or len(got[i]) < stop_after
+        return on_token
+
+    out = backend.generate([say_ok, count, replace(count, sample_index=1)], [sink(0), sink(1), sink(2, stop_after=3)])
+    assert [c.text for c in out[:2]] == [c.text for c in plain]
+    assert out[0].finish_reason == "stop" and got[0] == out[0].raw["token_ids"][:-1]  # all but the end token
+    assert got[1] == out[1].raw["token_ids"] and len(got[1]) == 24
+    assert got[2] == got[1][:3] and out[2].completion_tokens == 3  # stopped at once, the batch went on
+    assert backend.counters.cancelled == 1

@@ -6,6 +6,13 @@ Byte damage (truncation, flipped and deleted bytes, invalid UTF-8) and structura
 another type, a list where a string belongs) of JSON, JSONL and Parquet inputs, and of a fragments file (generate
 --fragments).  Seeded: a failure repeats.  Found so far: invalid UTF-8 in JSONL, a non-string or empty dataset/split
 name (UnicodeDecodeError, TypeError and a pandas ValueError tracebacks).
+
+``serve`` (the annotator, in its own process: it serves until stopped) with damaged data files, damaged, foreign or
+misplaced annotation databases, a damaged upload and odd options; ``star run --config`` with damaged shipped configs
+and a user's mistakes (malformed YAML, wrong types, unknown keys, missing files).  Found: another program's SQLite
+file as --db (sqlite3.OperationalError), --similarity-threshold/--page-size out of range (pydantic ValidationError),
+no or repeated --labels (served), a config that is not UTF-8 (UnicodeDecodeError), task_options of a wrong type
+(TypeError), a key given twice in a config (the last one kept silently).
 """
 
 from __future__ import annotations
@@ -157,4 +164,203 @@ def test_damaged_files_never_end_in_a_traceback(shared_data: Path, tmp_path: Pat
             escaped.append(f"generate --fragments on damaged fragments.json #{k}:\n{problem}")
         capsys.readouterr()
     kinds = {e.strip().splitlines()[-1]: e for e in escaped}  # one example of each distinct error
+    assert not escaped, "\n\n".join(kinds.values()) + f"\n\n({len(escaped)} in all)"
+
+
+def _one_error_line(args: list[str], capsys: pytest.CaptureFixture) -> tuple[str | None, str]:
+    """(None, the error line) when the command failed as a user's mistake should: exit 1 or 2, one 'error:' line (a
+    config error's list of problems may follow it), no traceback; else (what went wrong, "")."""
+    try:
+        main(args)
+    except SystemExit as e:
+        code = e.code
+    except BaseException:
+        capsys.readouterr()
+        return traceback.format_exc(limit=-3), ""
+    else:
+        code = 0
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    if code not in (1, 2) or len(errors) != 1 or "Traceback" in err:
+        return f"exit {code}, {len(errors)} error lines:\n{err[-2000:]}", ""
+    return None, errors[0]
+
+
+def _star_configs(shared_data: Path, tmp: Path) -> list[tuple[str, Path, bool]]:
+    """(what was done, file, whether the config itself is wrong): shipped STaR run configs (one on a ThoughtSource file
+    from ../shared/data) damaged at random, and the mistakes a user makes by hand: malformed YAML, wrong types,
+    unknown keys, missing files."""
+    import yaml
+
+    from thoughtsource.star.config import CONFIGS_DIR
+
+    rng = random.Random(SEED)
+    dataset = shared_data / "thoughtsource_examples" / "tests_unit_data" / "test_1_dataset.json"
+    on_file = yaml.safe_load((CONFIGS_DIR / "gsm8k_cpu.yaml").read_text()) | {"task": str(dataset), "task_options": {"n_test": 2}}
+    sources = {name: (CONFIGS_DIR / f"{name}.yaml").read_text() for name in ("arithmetic_cpu", "unlabelled_majority")}
+    sources["on_a_file"] = yaml.safe_dump(on_file)
+    out: list[tuple[str, Path, bool]] = []
+
+    def put(what: str, data: bytes | str, wrong: bool = False) -> None:
+        path = tmp / f"star{len(out)}.yaml"
+        path.write_bytes(data.encode() if isinstance(data, str) else data)
+        out.append((what, path, wrong))
+
+    for name, text in sources.items():
+        for k in range(4):
+            put(f"{name} bytes #{k}", _byte_damage(text.encode(), rng))
+            put(f"{name} structure #{k}", yaml.safe_dump(_structural_damage(yaml.safe_load(text), rng)))
+    arithmetic = yaml.safe_load(sources["arithmetic_cpu"])
+    by_hand = {
+        "malformed YAML": "task: [arithmetic\niterations: 2\n",
+        "a tab indent": "task: arithmetic\ntask_options:\n\tmin_digits: 1\n",
+        "a list, not a mapping": "- task: arithmetic\n",
+        "a scalar": "arithmetic\n",
+        "empty": "",
+        "invalid UTF-8": b"task: arithm\xff\xfetic\n",
+        "duplicate key": "task: arithmetic\ntask: gsm8k\n",
+        "iterations a word": {**arithmetic, "iterations": "two"},
+        "negative iterations": {**arithmetic, "iterations": -1},
+        "steps a number": {**arithmetic, "steps": 5},
+        "lr a mapping": {**arithmetic, "lr": {"value": 1}},
+        "task_options a list": {**arithmetic, "task_options": [1, 2]},
+        "task_options of a wrong type": {**arithmetic, "task_options": {"min_digits": "one", "max_digits": 3}},
+        "task_options out of range": {**arithmetic, "task_options": {"min_digits": 5, "max_digits": 1}},
+        "task a number": {**arithmetic, "task": 7},
+        "task null": {**arithmetic, "task": None},
+        "task empty": {**arithmetic, "task": ""},
+        "unknown top-level key": {**arithmetic, "iteratons": 2},
+        "unknown nested key": {**arithmetic, "steps": {"frist": 4}},
+        "task_options typo": {**arithmetic, "task_options": {"min_digit": 1}},
+        "generation engine unknown": {**arithmetic, "generation": {"engine": "tgi"}},
+        "a missing task file": {**on_file, "task": str(tmp / "missing" / "data.json")},
+        "a task file that is a folder": {**on_file, "task": str(tmp)},
+        "a damaged task file": {**on_file, "task": str(tmp / "damaged.json")},
+        "an unknown task": {**arithmetic, "task": "arithmetics"},
+    }
+    (tmp / "damaged.json").write_bytes(dataset.read_bytes()[:5000])
+    for what, data in by_hand.items():
+        put(what, data if isinstance(data, str | bytes) else yaml.safe_dump(data), wrong=what != "empty")
+    return out
+
+
+def test_damaged_star_configs_end_in_one_error_line(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``star run --config F``: every damaged or mistaken config ends in one error line with a non-zero exit.  The
+    model given is a folder that cannot load, so a config that survives its checks fails there, after every input
+    the config names was read, and no run starts."""
+    model = tmp_path / "not_a_model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "nonsense"}')
+    cases = _star_configs(shared_data, tmp_path)
+    cases += [("a config that is not there", tmp_path / "nowhere.yaml", True), ("a config that is a folder", tmp_path, True),
+              ("an unknown shipped name", Path("arithmetic_cpuu"), True)]
+    escaped = []
+    for k, (what, path, wrong) in enumerate(cases):
+        problem, line = _one_error_line(["-q", "star", "run", "--config", str(path), "--model", str(model),
+                                         "--out", str(tmp_path / f"run{k}")], capsys)
+        if problem is None and wrong and "cannot load model" in line:
+            problem = f"not refused as a wrong config: {line}"
+        if problem is not None:
+            escaped.append(f"star run --config on {what} ({path.name}):\n{problem}")
+    kinds = {e.strip().splitlines()[-1]: e for e in escaped}
+    assert not escaped, "\n\n".join(kinds.values()) + f"\n\n({len(escaped)} in all)"
+
+
+def _serve(args: list[str], home: Path) -> tuple[str | None, str]:
+    """``thoughtsource serve ARGS --port 0`` in its own process: (None, how it ended) when it served (stopped with
+    Ctrl-C once it says so) or failed with exit 1 or 2 and one error line, no traceback; else (what went wrong, "")."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "THOUGHTSOURCE_HOME": str(home), "COLUMNS": "250",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "thoughtsource", "serve", *args, "--port", "0"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+    assert proc.stderr is not None
+    lines: list[str] = []
+    try:
+        for line in proc.stderr:  # ends when the process ends
+            lines.append(line)
+            if line.startswith("serving ") and sum(x.startswith("serving ") for x in lines) == 1:
+                proc.send_signal(signal.SIGINT)  # once: a second Ctrl-C would interrupt the shutdown
+        code = proc.wait(timeout=120)  # a guard against a hang, not a time the test measures
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = "".join(lines)
+    if any(line.startswith("serving ") for line in lines):
+        return (None, "served") if "Traceback" not in err else (err[-2000:], "")
+    errors = [line for line in lines if line.startswith("error:")]
+    if code not in (1, 2) or len(errors) != 1 or "Traceback" in err:
+        return f"exit {code}, {len(errors)} error lines:\n{err[-2000:]}", ""
+    return None, errors[0].strip()
+
+
+def test_serve_inputs_never_end_in_a_traceback(shared_data: Path, tmp_path: Path) -> None:
+    """``serve``'s inputs: damaged data files, annotation databases that are damaged, foreign or not files, a damaged
+    upload waiting next to the database, odd labels and thresholds.  Each serves or ends in one error line."""
+    import sqlite3
+
+    from thoughtsource.web.db import AnnotationDB
+
+    good = shared_data / "thoughtsource_examples" / "tests_unit_data" / "test_1_dataset.json"
+    rng = random.Random(SEED)
+    real_db = tmp_path / "real" / "annotations.sqlite"
+    AnnotationDB(real_db)
+    raw_db = real_db.read_bytes()
+    dbs: dict[str, Path] = {}
+    for what, data in {"garbage": bytes(rng.randrange(256) for _ in range(4096)), "truncated": raw_db[: len(raw_db) // 3],
+                       "damaged": _byte_damage(raw_db, rng), "empty": b"", "text": b"users: admin\n"}.items():
+        dbs[f"a {what} database"] = tmp_path / f"db_{what}" / "annotations.sqlite"
+        dbs[f"a {what} database"].parent.mkdir()
+        dbs[f"a {what} database"].write_bytes(data)
+    foreign = tmp_path / "db_foreign" / "annotations.sqlite"
+    foreign.parent.mkdir()
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE users (name INTEGER, role BLOB)")
+        conn.execute("CREATE TABLE annotations (x)")
+    dbs["another program's SQLite database"] = foreign
+    dbs["a folder as the database"] = tmp_path / "db_folder"
+    dbs["a folder as the database"].mkdir()
+    (tmp_path / "a_file").write_text("x")
+    dbs["a database under a file"] = tmp_path / "a_file" / "annotations.sqlite"
+    uploads = tmp_path / "db_uploads" / "annotations.sqlite"
+    AnnotationDB(uploads)
+    (uploads.parent / "uploads").mkdir()
+    (uploads.parent / "uploads" / "upload.json").write_bytes(good.read_bytes()[:3000])
+    dbs["a damaged upload next to the database"] = uploads
+
+    cases: list[tuple[str, list[str]]] = []
+    (tmp_path / "inputs").mkdir()
+    for what, path in _damaged_inputs(shared_data, tmp_path / "inputs", per_kind=1):
+        cases.append((what, [str(path), "--db", str(tmp_path / "fresh" / f"{path.stem}.sqlite")]))
+    for what, db in dbs.items():
+        cases.append((what, [str(good), "--db", str(db)]))
+    fresh = str(tmp_path / "fresh" / "annotations.sqlite")
+    cases += [
+        ("a missing data file", [str(tmp_path / "missing.json"), "--db", fresh]),
+        ("a folder as the data file", [str(tmp_path / "inputs"), "--db", fresh]),
+        ("an empty data file", [str(tmp_path / "inputs" / "empty.json"), "--db", fresh]),
+    ]
+    refused = {  # options the settings refuse: an error line, never a server
+        "labels that are all empty": ["--labels", " , ,"],
+        "a label given twice": ["--labels", "good,good"],
+        "a threshold above 1": ["--similarity-threshold", "5"],
+        "a threshold that is not a number": ["--similarity-threshold", "nan"],
+        "a page size of 0": ["--page-size", "0"],
+    }
+    cases += [(what, [str(good), "--db", fresh, *option]) for what, option in refused.items()]
+    (tmp_path / "inputs" / "empty.json").write_bytes(b"")
+    escaped = []
+    for what, args in cases:
+        problem, outcome = _serve(args, tmp_path / "home")
+        print(f"{what}: {outcome}")  # shown with -s
+        if problem is None and what in refused and outcome == "served":
+            problem = "served instead of refusing the option"
+        if problem is not None:
+            escaped.append(f"serve on {what}:\n{problem}")
+    kinds = {e.strip().splitlines()[-1]: e for e in escaped}
     assert not escaped, "\n\n".join(kinds.values()) + f"\n\n({len(escaped)} in all)"

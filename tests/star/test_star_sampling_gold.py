@@ -59,7 +59,7 @@ def test_k_samples_each_kept_distinct_correct_one_is_a_record(shared_data: Path,
     got = {(x["id"], " ".join(x["completion"].split())) for x in recs if not x["rationalized"]}
     assert got == want and len(got) == sum(not x["rationalized"] for x in recs)  # every distinct correct one, once
     f = read_json(d / "filter.json")["samples"]
-    assert f["drawn"] == 4 * sum(r["correct"] for r in gen) and f["problems"] == 6
+    assert f["drawn"] == 4 * 6 and f["problems"] == 6  # every sample drawn, of every problem (not only of those right)
     assert f["problems_with_kept"] == f["problems_with_correct"] == len({i for i, _ in want}) == sum(r["correct"] for r in gen)
     assert f["kept"] == len(got) and f["answer_correct"] == f["kept"] + f["duplicates"]
     m = summary["iterations"][1]

@@ -16,7 +16,8 @@ class Counters:
 
     ``requests`` counts attempts sent (HTTP calls or generate rows), ``retries`` the attempts that
     were repeats, ``errors`` the failed attempts (429, 5xx, timeouts, dropped connections),
-    ``completed`` the requests answered and ``failed`` those given up on (a BackendError).
+    ``completed`` the requests answered and ``failed`` those given up on (a BackendError); ``cancelled`` the rows
+    stopped before their end because their caller left (a streaming client that disconnected).
     """
 
     requests: int = 0
@@ -26,6 +27,7 @@ class Counters:
     failed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cancelled: int = 0
 
     def snapshot(self) -> dict[str, int]:
         return asdict(self)

@@ -81,12 +81,16 @@ def decode(
     min_prefix: int = MIN_PREFIX_TOKENS,
     should_stop: Callable[[], bool] | None = None,
     unfinished: set[int] | None = None,
+    on_token: Callable[[int, int], bool] | None = None,
 ) -> list[list[int]]:
     """Generated token ids per row, ending with the EOS token when the row ended there (so the caller can tell a
     natural end from a cut at ``max_new``); may end inside a stop string, cut later.
 
     ``should_stop`` (Ctrl-C, :mod:`thoughtsource.interrupt`) is checked between decoding steps: once it is true the
-    decoding ends, and the rows that had not ended are added to ``unfinished`` (their ids are not a completion)."""
+    decoding ends, and the rows that had not ended are added to ``unfinished`` (their ids are not a completion).
+
+    ``on_token(row, token)`` (streaming) is called with each row's token as soon as it is chosen, end tokens excluded;
+    False ends the row there (its client left)."""
     import torch
 
     out: list[list[int]] = [[] for _ in rows]
@@ -106,7 +110,8 @@ def decode(
                     continue
                 cut: set[int] = set()
                 for i, ids in zip(batch, _decode_batch(model, tokenizer, [rows[i] for i in batch], plen, prefix_cache,
-                                                       eos_ids, pick, [*batch], device, should_stop, cut), strict=True):
+                                                       eos_ids, pick, [*batch], device, should_stop, cut,
+                                                       on_token), strict=True):
                     out[i] = ids
                 if unfinished is not None:
                     unfinished.update(batch[j] for j in cut)
@@ -115,7 +120,8 @@ def decode(
 
 def _decode_batch(model: Any, tokenizer: Any, rows: list[Row], plen: int, prefix_cache: Any, eos_ids: Sequence[int],
                   pick: Callable[[Any, list[int]], Any], row_keys: list[int], device: Any,
-                  should_stop: Callable[[], bool] | None = None, cut: set[int] | None = None) -> list[list[int]]:
+                  should_stop: Callable[[], bool] | None = None, cut: set[int] | None = None,
+                  on_token: Callable[[int, int], bool] | None = None) -> list[list[int]]:
     import torch
 
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -147,6 +153,8 @@ def _decode_batch(model: Any, tokenizer: Any, rows: list[Row], plen: int, prefix
             g = generated[i]
             g.append(t)
             if t in eos:  # kept: the caller's finish reason is "stop", not "length"
+                continue
+            if on_token is not None and not on_token(row_keys[i], t):  # a streamed row whose client left
                 continue
             r = rows[i]
             if len(g) >= r.max_new:

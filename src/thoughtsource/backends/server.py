@@ -13,11 +13,16 @@ What it speaks, as OpenAI's API reference documents it:
   ``logprobs`` (the prompt tokens' log-probabilities with ``echo``, what lm-eval's loglikelihood reads;
   ``max_tokens: 0`` with ``echo`` scores the prompt only);
 * chat: ``logprobs`` / ``top_logprobs`` of the generated tokens;
-* ``stream: true``: server-sent events (chunks, then ``data: [DONE]``; ``stream_options.include_usage``).  The
-  chunks are sent once the completion is generated (one per token), not while it decodes;
+* ``stream: true``: server-sent events, sent while the model decodes: a chunk per token as it is chosen (text held
+  back only inside an unfinished character or where it may begin a stop string), the last chunk of each choice with
+  its ``finish_reason`` (and ``logprobs``), a usage chunk with ``stream_options.include_usage``, then
+  ``data: [DONE]``.  A client that disconnects stops its rows' generation at the next token.  A backend that cannot
+  hand over tokens as they come (or a reasoning split with think tags) streams its chunks once the completion is
+  generated;
 * ``/tokenize``, ``/detokenize``, ``/tokenizer_info`` as vLLM serves them: lm-eval's ``local-completions`` tokenizes
   with the served model's tokenizer without being told where it is;
-* errors in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: 400 for a malformed request, a
+* errors in OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``: 400 for a malformed request (a
+  token id outside the model's vocabulary included), a
   parameter this server does not support (``tools``, ``response_format``, ``best_of``, ``suffix``, ...: refused,
   never silently ignored) or a prompt and ``max_tokens`` beyond the model's context, 404 for an unknown model or
   route, 429 when the backend is rate limited, 500 when generation fails.
@@ -113,7 +118,7 @@ class ChatBody(_Common):
 
 
 class CompletionBody(_Common):
-    prompt: str | list[str] | list[int] | list[list[int]]
+    prompt: str | list[Any]  # a text, texts, token ids or token-id lists: checked by _prompts, with one clear message
     echo: bool = False
     logprobs: int | None = Field(default=None, ge=0, le=20)
 
@@ -156,22 +161,95 @@ def _usage(completions: list[Completion], n: int) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
 
 
-def _prompts(body: CompletionBody) -> list[str | tuple[int, ...]]:
-    """The prompts of a completions request: texts, or token-id tuples."""
+def _is_id(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_ids(ids: list[Any], where: str, param: str, vocab: int | None) -> tuple[int, ...]:
+    """``ids`` as token ids of the model: integers from 0 to vocab - 1 (a 400 naming the first that is not)."""
+    for j, t in enumerate(ids):
+        if not _is_id(t):
+            raise ApiError(400, f"{where}[{j}]: {json.dumps(t)} is not a token id (an integer)", param, "invalid_value")
+        if t < 0 or (vocab is not None and t >= vocab):
+            size = f"this model's vocabulary has {vocab} tokens (ids 0 to {vocab - 1})" if vocab else "token ids are >= 0"
+            raise ApiError(400, f"{where}[{j}]: token id {t} is out of vocabulary; {size}", param, "invalid_value")
+    return tuple(ids)
+
+
+def _prompts(body: CompletionBody, vocab: int | None) -> list[str | tuple[int, ...]]:
+    """The prompts of a completions request: texts, or token-id tuples (each id in the model's vocabulary)."""
     p = body.prompt
     if isinstance(p, str):
         return [p]
     if not p:
-        raise ApiError(400, "prompt: must not be empty", "prompt")
-    if isinstance(p[0], int):
-        return [tuple(p)]  # type: ignore[arg-type]
-    if any(isinstance(x, list) and not x for x in p):
-        raise ApiError(400, "prompt: a token-id prompt must not be empty", "prompt")
-    return [x if isinstance(x, str) else tuple(x) for x in p]  # type: ignore[misc]
+        raise ApiError(400, "prompt: must not be empty", "prompt", "invalid_value")
+    if all(isinstance(x, str) for x in p):
+        return list(p)
+    if all(_is_id(x) for x in p):
+        return [_check_ids(p, "prompt", "prompt", vocab)]
+    if all(isinstance(x, list) for x in p):
+        if any(not x for x in p):
+            raise ApiError(400, "prompt: a token-id prompt must not be empty", "prompt", "invalid_value")
+        return [_check_ids(x, f"prompt[{k}]", "prompt", vocab) for k, x in enumerate(p)]
+    raise ApiError(400, "prompt: must be a string, a list of strings, a list of token ids or a list of token-id lists",
+                   "prompt", "invalid_value")
+
+
+class _TextStream:
+    """A streamed row's text, piece by piece as its tokens come: never past a stop string, never inside an unfinished
+    character, and without the last characters that may be the start of a stop string (sent once they are not)."""
+
+    def __init__(self, decode: Any, stop: tuple[str, ...]) -> None:
+        self.decode, self.stop = decode, stop
+        self.hold = max((len(s) for s in stop if s), default=1) - 1
+        self.ids: list[int] = []
+        self.sent = ""
+        self.stopped = False
+
+    def add(self, token: int) -> str:
+        """The text that ``token`` makes safe to send ("" for none)."""
+        if self.stopped:
+            return ""
+        self.ids.append(token)
+        text = self.decode(self.ids)
+        if text.endswith("\ufffd"):  # inside a multi-byte character
+            return ""
+        hits = [text.index(s) for s in self.stop if s and s in text]
+        if hits:
+            self.stopped, end = True, min(hits)
+        else:
+            end = len(text) - self.hold
+        if end <= len(self.sent) or not text.startswith(self.sent):
+            return ""
+        piece, self.sent = text[len(self.sent):end], text[:end]
+        return piece
+
+    def rest(self, final: str) -> str:
+        """What the completion's final text adds to what was sent."""
+        if not final.startswith(self.sent):  # cannot happen with the backends' decoding; the sent text stands
+            log.warning("streamed text %r is not a prefix of the completion %r", self.sent, final)
+            return ""
+        return final[len(self.sent):]
 
 
 def _sse(obj: Any) -> str:
     return f"data: {json.dumps(obj)}\n\n"
+
+
+def _closing_stream() -> Any:
+    from starlette.responses import StreamingResponse
+
+    class ClosingStream(StreamingResponse):
+        """A StreamingResponse that closes its generator however the response ends (a client that disconnects
+        included), so the generator's ``finally`` runs at once, not when the garbage collector gets to it."""
+
+        async def stream_response(self, send: Any) -> None:
+            try:
+                await super().stream_response(send)
+            finally:
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+
+    return ClosingStream
 
 
 def create_app(backend: Backend, served_model_name: str, default_max_tokens: int = 256) -> Any:
@@ -181,6 +259,8 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, StreamingResponse
     from starlette.exceptions import HTTPException
+
+    _ClosingStream = _closing_stream()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -252,9 +332,9 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
                                f"{n + r.max_tokens} tokens ({n} in the {param}, {r.max_tokens} in the completion). Please "
                                f"reduce the length of the {param} or completion.", param, "context_length_exceeded")
 
-    async def run(requests: list[Request], echo_only: bool) -> list[Completion]:
+    async def run(requests: list[Request], echo_only: bool, sinks: list[Any] | None = None) -> list[Completion]:
         try:
-            out = await backend.complete(requests)
+            out = await (backend.complete(requests, sinks=sinks) if sinks else backend.complete(requests))
         except BackendError as e:
             log.warning("generation failed: %s", e)
             status = e.status if e.status in (400, 429) else 500
@@ -314,33 +394,88 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             out.append(c.text[sent:])
         return out
 
-    def stream(kind: str, rid: str, out: list[Completion], body: _Common, extras: list[dict[str, Any]]) -> StreamingResponse:
+    def vocab() -> int | None:
+        size = getattr(backend, "vocab_size", None)
+        return size() if callable(size) else None
+
+    def live(echo_only: bool) -> bool:
+        """Whether a stream's tokens go out as they decode (see the module docstring)."""
+        return bool(getattr(backend, "streams_tokens", False)) and not echo_only
+
+    def stream(kind: str, rid: str, requests: list[Request], body: _Common, echo_only: bool,
+               extras_of: Any, echoes: list[str]) -> StreamingResponse:
+        """The SSE response of ``requests`` (one choice each); generation starts when the response does, and ends when
+        the client leaves.  ``extras_of(out)`` gives each choice's logprobs once generated; ``echoes`` its echoed
+        prompt (completions)."""
         created = int(time.time())
         usage = bool((body.stream_options or {}).get("include_usage"))
+        obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
 
-        def chunk(choices: list[dict[str, Any]]) -> dict[str, Any]:
-            obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
-            return {"id": rid, "object": obj, "created": created, "model": served_model_name, "choices": choices,
-                    **({"usage": None} if usage else {})}
+        def chunk(choices: list[dict[str, Any]]) -> str:
+            return _sse({"id": rid, "object": obj, "created": created, "model": served_model_name, "choices": choices,
+                         **({"usage": None} if usage else {})})
+
+        def piece(i: int, text: str) -> str:
+            if kind == "chat":
+                return chunk([{"index": i, "delta": {"content": text}, "logprobs": None, "finish_reason": None}])
+            return chunk([{"index": i, "text": text, "logprobs": None, "finish_reason": None}])
+
+        def last(i: int, c: Completion, extra: dict[str, Any]) -> str:
+            body_key = {"delta": {}} if kind == "chat" else {"text": ""}
+            return chunk([{"index": i, **body_key, **extra, "finish_reason": c.finish_reason or "stop"}])
 
         async def events() -> AsyncIterator[str]:
-            for i, c in enumerate(out):
-                if kind == "chat":
-                    yield _sse(chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                                       "finish_reason": None}]))
-                    for piece in pieces(c):
-                        yield _sse(chunk([{"index": i, "delta": {"content": piece}, "logprobs": None, "finish_reason": None}]))
-                    yield _sse(chunk([{"index": i, "delta": {}, **extras[i], "finish_reason": c.finish_reason or "stop"}]))
-                else:
-                    text = extras[i].pop("echo", "")
-                    for piece in [*([text] if text else []), *pieces(c)]:
-                        yield _sse(chunk([{"index": i, "text": piece, "logprobs": None, "finish_reason": None}]))
-                    yield _sse(chunk([{"index": i, "text": "", **extras[i], "finish_reason": c.finish_reason or "stop"}]))
-            if usage:
-                yield _sse({**chunk([]), "usage": _usage(out, body.n)})
-            yield "data: [DONE]\n\n"
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue[tuple[int, str] | None] = asyncio.Queue()
+            left = threading.Event()  # the client disconnected: every row of this response stops
+            texts = [_TextStream(backend.decode_generated, r.stop) for r in requests] if live(echo_only) else []
 
-        return StreamingResponse(events(), media_type="text/event-stream")
+            def sink(i: int) -> Any:
+                def on_token(token: int) -> bool:  # in the generating thread
+                    if left.is_set():
+                        return False
+                    if text := texts[i].add(token):
+                        loop.call_soon_threadsafe(queue.put_nowait, (i, text))
+                    return True
+                return on_token
+
+            task = asyncio.ensure_future(run(requests, echo_only, [sink(i) for i in range(len(texts))]))
+            task.add_done_callback(lambda _: queue.put_nowait(None))
+            try:
+                for i, echo in enumerate(echoes if kind != "chat" else [""] * len(requests)):
+                    if kind == "chat":
+                        yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                                      "finish_reason": None}])
+                    elif echo:
+                        yield piece(i, echo)
+                while (item := await queue.get()) is not None:
+                    yield piece(*item)
+                try:
+                    out = task.result()
+                except Exception as e:  # the response has begun: the error is the stream's last event, as vLLM sends it
+                    if not isinstance(e, ApiError):
+                        log.exception("streamed request failed")
+                        e = ApiError(500, f"internal error: {type(e).__name__}: {e}")
+                    yield _sse({"error": {"message": e.message, "type": _error_type(e.status), "param": e.param,
+                                          "code": e.code}})
+                    yield "data: [DONE]\n\n"
+                    return
+                extras = await extras_of(out)
+                for i, c in enumerate(out):
+                    for text in [texts[i].rest(c.text)] if texts else pieces(c):
+                        if text:
+                            yield piece(i, text)
+                    yield last(i, c, extras[i])
+                if usage:
+                    yield _sse({"id": rid, "object": obj, "created": created, "model": served_model_name,
+                                "choices": [], "usage": _usage(out, body.n)})
+                yield "data: [DONE]\n\n"
+            finally:
+                if not task.done():  # the client left: its rows stop at their next token, its queued rows are dropped
+                    left.set()
+                    task.cancel()
+
+        return _ClosingStream(events(), media_type="text/event-stream")
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -377,7 +512,8 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
 
     @app.post("/detokenize")
     async def detokenize(body: DetokenizeBody) -> dict[str, str]:
-        return {"prompt": tokenizer_backend().decode_text(body.tokens)}
+        b = tokenizer_backend()
+        return {"prompt": b.decode_text(list(_check_ids(body.tokens, "tokens", "tokens", vocab())))}
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
@@ -401,11 +537,16 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
         base = body.base_request(default_max_tokens)
         requests = [Request(messages=messages, sample_index=i, **base) for i in range(body.n)]
         check_context(requests, "messages")
-        out = await run(requests, body.max_new(default_max_tokens) == 0)
-        extras = [{"logprobs": await chat_logprobs(c, body.top_logprobs or 0) if body.logprobs else None} for c in out]
+        echo_only = body.max_new(default_max_tokens) == 0
+
+        async def extras_of(out: list[Completion]) -> list[dict[str, Any]]:
+            return [{"logprobs": await chat_logprobs(c, body.top_logprobs or 0) if body.logprobs else None} for c in out]
+
         rid = f"chatcmpl-{uuid.uuid4().hex}"
         if body.stream:
-            return stream("chat", rid, out, body, extras)
+            return stream("chat", rid, requests, body, echo_only, extras_of, [])
+        out = await run(requests, echo_only)
+        extras = await extras_of(out)
         return {
             "id": rid,
             "object": "chat.completion",
@@ -422,7 +563,7 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
     @app.post("/v1/completions", response_model=None)
     async def completions(body: CompletionBody) -> Any:
         check(body)
-        prompts = _prompts(body)
+        prompts = _prompts(body, vocab())
         if body.logprobs is not None:
             scorer("logprobs")
         if body.echo and any(not isinstance(p, str) for p in prompts):
@@ -434,18 +575,22 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             for i in range(body.n)
         ]
         check_context(requests, "prompt")
-        out = await run(requests, body.max_new(default_max_tokens) == 0)
-        extras: list[dict[str, Any]] = []
-        for r, c in zip(requests, out, strict=True):
-            extra: dict[str, Any] = {"logprobs": None}
-            if body.logprobs is not None:
-                extra["logprobs"] = await completion_logprobs(c, body.logprobs, body.echo)
-            if body.echo:
-                extra["echo"] = r.prompt if r.prompt_ids is None else scorer("echo").decode_text(list(r.prompt_ids))
-            extras.append(extra)
+        echo_only = body.max_new(default_max_tokens) == 0
+        echoes = [(r.prompt if r.prompt_ids is None else scorer("echo").decode_text(list(r.prompt_ids))) if body.echo else ""
+                  for r in requests]
+
+        async def extras_of(out: list[Completion]) -> list[dict[str, Any]]:
+            return [{"logprobs": await completion_logprobs(c, body.logprobs, body.echo) if body.logprobs is not None
+                     else None} for c in out]
+
         rid = f"cmpl-{uuid.uuid4().hex}"
         if body.stream:
-            return stream("text", rid, out, body, extras)
+            return stream("text", rid, requests, body, echo_only, extras_of, echoes)
+        out = await run(requests, echo_only)
+        extras = await extras_of(out)
+        for extra, echo in zip(extras, echoes, strict=True):
+            if body.echo:
+                extra["echo"] = echo
         return {
             "id": rid,
             "object": "text_completion",
@@ -463,10 +608,11 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
 
 @dataclass
 class ModelServerHandle:
-    """A running server: ``base_url`` (ending in /v1), ``model`` (its served name), ``close()``."""
+    """A running server: ``base_url`` (ending in /v1), ``model`` (its served name), ``backend``, ``close()``."""
 
     base_url: str
     model: str
+    backend: Backend
     _server: Any
     _thread: threading.Thread
 
@@ -539,7 +685,7 @@ def run_model_server(
             sock.close()
             raise ThoughtSourceError(f"the model server did not start on {host}:{port}")
         time.sleep(0.01)
-    handle = ModelServerHandle(f"http://{host}:{sock.getsockname()[1]}/v1", served_model_name, server, thread)
+    handle = ModelServerHandle(f"http://{host}:{sock.getsockname()[1]}/v1", served_model_name, backend, server, thread)
     try:
         yield handle
     finally:

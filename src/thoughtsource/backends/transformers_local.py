@@ -25,6 +25,12 @@ How it generates:
   each row's last tokens.  Greedy results equal "generate"'s; sampled rows use the same per-row
   generators.
 
+**Streaming** (``serve-model``'s ``stream: true``): ``complete(requests, sinks=...)`` hands each generated token of a
+row to that row's sink as soon as it is chosen (in the generating thread, end tokens excluded); a sink that returns
+False stops its row at once (the client left), and ``counters.cancelled`` counts it.  Modes generate/static hand
+the tokens over from their stopping criterion, prefix from its own loop; in continuous mode the streamed rows decode with the
+prefix decoder (continuous batching hands its tokens back only at its end), the others as before.
+
 ``cache_identity()`` names the model and a fingerprint of its weights: a hash of the config and
 safetensors files for a model on disk, a hash of sampled parameter values for one in memory.
 """
@@ -39,6 +45,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -56,6 +63,9 @@ from .prompt_tokens import prompt_token_ids
 log = logging.getLogger(__name__)
 
 Mode = Literal["auto", "generate", "continuous", "static", "prefix", "graph"]
+#: a streamed row's receiver: called with each generated token id as it is chosen; False stops the row
+TokenSink = Callable[[int], bool]
+_Queued = tuple[Request, "asyncio.Future[Completion]", TokenSink | None]
 
 
 class TransformersOptions(BaseModel):
@@ -122,7 +132,7 @@ class _Row:
 class _LoopState:
     def __init__(self, backend: TransformersBackend) -> None:
         self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue[tuple[Request, asyncio.Future[Completion]]] = asyncio.Queue()
+        self.queue: asyncio.Queue[_Queued] = asyncio.Queue()
         self.worker = self.loop.create_task(backend._worker(self.queue))
 
 
@@ -223,7 +233,14 @@ class TransformersBackend:
                 return None
         return self.cache_identity()
 
-    async def complete(self, requests: list[Request]) -> list[Completion]:
+    @property
+    def streams_tokens(self) -> bool:
+        """Whether ``complete(..., sinks=...)`` streams a row's text as it decodes (not with think tags: the text sent
+        is split only once the row has ended)."""
+        return self.options.think_tags is None
+
+    async def complete(self, requests: list[Request], sinks: Sequence[TokenSink | None] | None = None) -> list[Completion]:
+        """Complete every request (same order); ``sinks[i]``, when given, receives request i's tokens as they come."""
         if not requests:
             return []
         state = self._loop_state()
@@ -231,7 +248,7 @@ class TransformersBackend:
         # longest first, so rows of similar length share a batch and padding stays small
         order = sorted(range(len(requests)), key=lambda i: -len(requests[i].prompt or str(requests[i].messages)))
         for i in order:
-            state.queue.put_nowait((requests[i], futures[i]))
+            state.queue.put_nowait((requests[i], futures[i], sinks[i] if sinks else None))
         try:
             return list(await asyncio.gather(*futures))
         except Interrupted:  # Ctrl-C: the requests that finished go to the caller (to be stored), the rest are not results
@@ -264,7 +281,7 @@ class TransformersBackend:
         """The queue and worker of the running event loop (a backend may serve several loops)."""
         return loop_state(self._states, lambda: _LoopState(self))
 
-    async def _worker(self, queue: asyncio.Queue[tuple[Request, asyncio.Future[Completion]]]) -> None:
+    async def _worker(self, queue: asyncio.Queue[_Queued]) -> None:
         while True:
             batch = [await queue.get()]
             if self.options.batch_wait_s:
@@ -272,40 +289,54 @@ class TransformersBackend:
             limit = 1_000_000 if self.mode == "continuous" else self.options.batch_size
             while len(batch) < limit and not queue.empty():
                 batch.append(queue.get_nowait())
-            batch = [(r, f) for r, f in batch if not f.done()]
-            if not batch:
-                continue
-            try:
-                results = await asyncio.to_thread(self.generate, [r for r, _ in batch])
-            except Interrupted as stopped:  # Ctrl-C between decoding steps: finished rows are results, the others stop
-                for i, (_, fut) in enumerate(batch):
-                    if not fut.done():
-                        if i in stopped.completions:
-                            fut.set_result(stopped.completions[i])
-                        else:
-                            fut.set_exception(Interrupted())
-                continue
-            except Exception as e:  # surfaced to every caller of this batch
-                self.counters.errors += 1
-                self.counters.failed += len(batch)
-                log.debug("generation failed", exc_info=True)
-                error = BackendError(
-                    f"{self.options.model}: generation failed: {type(e).__name__}: {e}", backend=self.name, attempts=1
-                )
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(error)
-                continue
-            for (_, fut), result in zip(batch, results, strict=True):
+            batch = [q for q in batch if not q[1].done()]  # a caller that left (a streaming client gone) is not generated
+            if self.mode == "continuous":  # streamed rows decode apart (see the module docstring)
+                parts = [[q for q in batch if q[2] is None], [q for q in batch if q[2] is not None]]
+            else:
+                parts = [batch]
+            for part in parts:
+                if part:
+                    await self._generate_part(part)
+
+    async def _generate_part(self, batch: list[_Queued]) -> None:
+        """Generate one batch from the queue in a thread and settle its callers' futures."""
+        sinks = [sink for _, _, sink in batch]
+        try:
+            results = await asyncio.to_thread(self.generate, [r for r, _, _ in batch], sinks if any(sinks) else None)
+        except Interrupted as stopped:  # Ctrl-C between decoding steps: finished rows are results, the others stop
+            for i, (_, fut, _) in enumerate(batch):
                 if not fut.done():
-                    fut.set_result(result)
+                    if i in stopped.completions:
+                        fut.set_result(stopped.completions[i])
+                    else:
+                        fut.set_exception(Interrupted())
+            return
+        except Exception as e:  # surfaced to every caller of this batch
+            self.counters.errors += 1
+            self.counters.failed += len(batch)
+            log.debug("generation failed", exc_info=True)
+            error = BackendError(
+                f"{self.options.model}: generation failed: {type(e).__name__}: {e}", backend=self.name, attempts=1
+            )
+            for _, fut, _ in batch:
+                if not fut.done():
+                    fut.set_exception(error)
+            return
+        for (_, fut, _), result in zip(batch, results, strict=True):
+            if not fut.done():
+                fut.set_result(result)
 
     # -- generation (runs in a worker thread) -----------------------------------------------
 
-    def generate(self, requests: list[Request]) -> list[Completion]:
-        """Generate synchronously, without the queue (``batch_size`` rows per call): one Completion per request, in order."""
-        model, _ = self.load()
+    def generate(self, requests: list[Request], sinks: Sequence[TokenSink | None] | None = None) -> list[Completion]:
+        """Generate synchronously, without the queue (``batch_size`` rows per call): one Completion per request, in order.
+
+        ``sinks[i]`` (optional) receives request i's tokens as they are chosen; one returning False stops that row."""
+        model, tok = self.load()
         rows = [self._row(r) for r in requests]
+        streams = _Sinks(sinks, {*_eos_ids(model, tok), tok.pad_token_id}) if sinks else None
+        # continuous batching and the graph decoder hand back whole rows: a streamed request decodes with prefix
+        mode = "prefix" if streams is not None and self.mode in ("continuous", "graph") else self.mode
         t0 = time.monotonic()
         unfinished: set[int] = set()  # rows cut off by Ctrl-C (interrupt.requested) between decoding steps
         with self._lock, interrupt.decoding():
@@ -315,11 +346,11 @@ class TransformersBackend:
             was_training = model.training  # a model handed over mid-training: no dropout while generating
             model.eval()
             try:
-                if self.mode == "continuous":
+                if mode == "continuous":
                     outputs = self._generate_continuous(rows)
-                elif self.mode == "prefix":
-                    outputs = self._generate_prefix(rows, unfinished)
-                elif self.mode == "graph":
+                elif mode == "prefix":
+                    outputs = self._generate_prefix(rows, unfinished, streams)
+                elif mode == "graph":
                     outputs = self._generate_graph(rows, unfinished)
                 else:
                     outputs = []
@@ -329,7 +360,7 @@ class TransformersBackend:
                             outputs += [[] for _ in chunk]
                             unfinished.update(range(start, start + len(chunk)))
                             continue
-                        outputs += self._generate_padded(chunk)
+                        outputs += self._generate_padded(chunk, streams, start)
                         if interrupt.requested():
                             unfinished.update(start + i for i in self._cut_off(chunk, outputs[start:]))
             finally:
@@ -337,6 +368,8 @@ class TransformersBackend:
         latency = time.monotonic() - t0
         log.debug("generated %d rows (%s) in %.2fs", len(rows), self.mode, latency)
         completions = [self._finish(row, ids, latency) for row, ids in zip(rows, outputs, strict=True)]
+        if streams is not None:
+            self.counters.cancelled += len(streams.cancelled)
         if unfinished:
             kept = {i: c for i, c in enumerate(completions) if i not in unfinished}
             self._count(list(kept.values()))
@@ -359,7 +392,7 @@ class TransformersBackend:
         for i, (row, ids) in enumerate(zip(rows, outputs, strict=True)):
             if len(ids) >= row.request.max_tokens or any(t in ends for t in ids):
                 continue
-            if row.request.stop and _stop_index(tok.decode(ids, skip_special_tokens=True), row.request.stop) is not None:
+            if row.request.stop and stop_index(tok.decode(ids, skip_special_tokens=True), row.request.stop) is not None:
                 continue
             cut.append(i)
         return cut
@@ -396,7 +429,7 @@ class TransformersBackend:
             ids, _ = prompt_token_ids(tok, text)  # the same ids STaR trains on
         return _Row(request, text, list(ids))
 
-    def _generate_padded(self, rows: list[_Row]) -> list[list[int]]:
+    def _generate_padded(self, rows: list[_Row], streams: _Sinks | None = None, offset: int = 0) -> list[list[int]]:
         import torch
         from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
@@ -418,7 +451,7 @@ class TransformersBackend:
         processors = LogitsProcessorList()
         if any(r.request.temperature > 0 for r in rows):
             processors.append(_RowSampler([r.request for r in rows], self.device))
-        stopping = StoppingCriteriaList([_RowStop(rows, width, tok), _InterruptStop()])
+        stopping = StoppingCriteriaList([_RowStop(rows, width, tok, streams, offset), _InterruptStop()])
         with torch.inference_mode():
             out = model.generate(
                 input_ids=input_ids.to(self.device),
@@ -429,7 +462,8 @@ class TransformersBackend:
             )
         return [out[i, width:].tolist() for i in range(len(rows))]
 
-    def _generate_prefix(self, rows: list[_Row], unfinished: set[int] | None = None) -> list[list[int]]:
+    def _generate_prefix(self, rows: list[_Row], unfinished: set[int] | None = None,
+                         streams: _Sinks | None = None) -> list[list[int]]:
         from .prefix_decode import Row, decode
 
         sampler = _RowSampler([r.request for r in rows], self.device)
@@ -442,6 +476,7 @@ class TransformersBackend:
             pick=sampler.pick,
             should_stop=interrupt.requested,
             unfinished=unfinished,
+            on_token=streams,
         )
 
     def _generate_graph(self, rows: list[_Row], unfinished: set[int] | None = None) -> list[list[int]]:
@@ -503,7 +538,7 @@ class TransformersBackend:
                 ids, ended, finish = ids[:j], [t], "stop"
                 break
         text = tok.decode(ids, skip_special_tokens=self.options.skip_special_tokens)
-        cut = _stop_index(text, request.stop)
+        cut = stop_index(text, request.stop)
         if cut is not None:
             text, finish = text[:cut], "stop"
             # count only the tokens that produced the kept text
@@ -585,6 +620,16 @@ class TransformersBackend:
         _, tok = self.load()
         return tok.decode(ids, skip_special_tokens=False)
 
+    def decode_generated(self, ids: list[int]) -> str:
+        """The text of generated ``ids`` as a completion's text is decoded (a streamed row's text so far)."""
+        _, tok = self.load()
+        return tok.decode(ids, skip_special_tokens=self.options.skip_special_tokens)
+
+    def vocab_size(self) -> int:
+        """How many token ids the model reads (its input embedding's rows): the valid ids are 0 to vocab_size - 1."""
+        model, _ = self.load()
+        return int(model.get_input_embeddings().num_embeddings)
+
     def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """The token ids of ``text`` (serve-model's /tokenize)."""
         _, tok = self.load()
@@ -638,7 +683,7 @@ def _eos_ids(model: Any, tok: Any) -> list[int]:
     return ids
 
 
-def _stop_index(text: str, stops: tuple[str, ...]) -> int | None:
+def stop_index(text: str, stops: tuple[str, ...]) -> int | None:
     hits = [text.index(s) for s in stops if s and s in text]
     return min(hits) if hits else None
 
@@ -738,24 +783,55 @@ class _InterruptStop:
         return torch.full((input_ids.shape[0],), interrupt.requested(), dtype=torch.bool, device=input_ids.device)
 
 
-class _RowStop:
-    """Stopping criterion with a per-row verdict: the row's own max_tokens and stop strings."""
+class _Sinks:
+    """The streamed rows' sinks of one generate call: ``self(i, token)`` hands row i's token to its sink and says
+    whether the row goes on (False once its sink has returned False: the row is in ``cancelled``)."""
 
-    def __init__(self, rows: list[_Row], width: int, tok: Any) -> None:
+    def __init__(self, sinks: Sequence[TokenSink | None], ends: set[int]) -> None:
+        self.sinks, self.ends = list(sinks), ends
+        self.cancelled: set[int] = set()
+
+    def __call__(self, i: int, token: int) -> bool:
+        sink = self.sinks[i]
+        if sink is None or i in self.cancelled:
+            return i not in self.cancelled
+        if sink(token) is False:
+            self.cancelled.add(i)
+            return False
+        return True
+
+
+class _RowStop:
+    """Stopping criterion with a per-row verdict: the row's own max_tokens and stop strings.
+
+    It also streams: called once per decoding step, it hands each streamed row's new token to its sink (rows
+    ``offset...`` of the generate call) until the row ends (an end token; pad follows a row that stopped), and stops
+    a row at once when its sink says so (a streamer would see the token only after this step's verdict)."""
+
+    def __init__(self, rows: list[_Row], width: int, tok: Any, streams: _Sinks | None = None, offset: int = 0) -> None:
         self.max_new = [r.request.max_tokens for r in rows]
         self.stops = [r.request.stop for r in rows]
         self.width = width
         self.tok = tok
+        self.streams, self.offset = streams, offset
+        self.ended: set[int] = set()
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
         n = input_ids.shape[1] - self.width
+        last = input_ids[:, -1].tolist() if self.streams is not None else []
         done = []
         for i, (m, stops) in enumerate(zip(self.max_new, self.stops, strict=True)):
             stop = n >= m
+            if self.streams is not None and i not in self.ended:
+                if last[i] in self.streams.ends:
+                    self.ended.add(i)
+                elif not self.streams(self.offset + i, last[i]):
+                    self.ended.add(i)
+                    stop = True
             if not stop and stops:
                 text = self.tok.decode(input_ids[i, self.width :], skip_special_tokens=True)
-                stop = _stop_index(text, stops) is not None
+                stop = stop_index(text, stops) is not None
             done.append(stop)
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)

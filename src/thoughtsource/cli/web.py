@@ -6,6 +6,7 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -33,6 +34,21 @@ def _existing_db(db: Path | None) -> Path:
     return path
 
 
+def _settings(cls: Any, **values: Any) -> Any:
+    """``cls(**values)``; a value the settings refuse (a threshold above 1, no label, ...) is a usage error naming its
+    option, not a pydantic traceback."""
+    from pydantic import ValidationError
+
+    try:
+        return cls(**values)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else "files"
+        hint = "FILES" if field == "files" else "--" + field.replace("_", "-")
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise typer.BadParameter(f"{message} (got {err.get('input')!r})", param_hint=hint) from None
+
+
 def serve(
     files: list[Path] = typer.Argument(..., help="ThoughtSource JSON/JSONL/Parquet files; merged and served together."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
@@ -58,12 +74,12 @@ def serve(
     from ..web.db import AnnotationDB
 
     sock = bind(host, port)  # a port in use is an error before the data is loaded
-    extra: dict = {"labels": [x.strip() for x in labels.split(",") if x.strip()]} if labels else {}
+    extra: dict = {"labels": [x.strip() for x in labels.split(",") if x.strip()]} if labels is not None else {}
     if similarity_threshold is not None:
         extra["similarity_threshold"] = similarity_threshold
     hosts = [x.strip() for x in allowed_hosts.split(",") if x.strip()] if allowed_hosts else default_allowed_hosts(host)
-    settings = ServeSettings(files=files, db=_db_path(db), page_size=page_size, secure_cookies=secure_cookies, blind=blind,
-                             blind_show_gold=blind_show_gold, allowed_hosts=hosts, **extra)
+    settings = _settings(ServeSettings, files=files, db=_db_path(db), page_size=page_size, secure_cookies=secure_cookies,
+                         blind=blind, blind_show_gold=blind_show_gold, allowed_hosts=hosts, **extra)
     app = create_app(settings)
     from ..web.similarity import pairwise
 

@@ -158,8 +158,7 @@ class BaseConfig(_Strict):
     def make_task(self) -> ArithmeticTask:
         from .tasks import check_task_options
 
-        check_task_options("arithmetic", self.task_options)
-        task = ArithmeticTask(**self.task_options)
+        task = ArithmeticTask(**check_task_options("arithmetic", self.task_options))
         lo, hi = self.data.digits
         wanted = {*range(lo, hi + 1), *self.data.extra}
         outside = sorted(d for d in wanted if d not in task.digit_range)

@@ -162,7 +162,7 @@ class LoraOptions(_Strict):
 
 class StarConfig(_Strict):
     model: str = Field("embedded", description='"embedded" (SmolLM2-135M-Instruct) or a transformers model folder')
-    task: str = Field("arithmetic", description="arithmetic, gsm8k, commonsense_qa, a registered dataset or a ThoughtSource file")
+    task: str = Field("arithmetic", min_length=1, description="arithmetic, gsm8k, commonsense_qa, a registered dataset or a ThoughtSource file")
     task_options: dict[str, Any] = Field(default_factory=dict, description="task keyword options (digits, n_train, n_test, split names...)")
     iterations: int = Field(3, ge=0, description="outer loops; 0 = evaluate the base model few-shot only")
     baseline: Literal["star", "direct", "fewshot", "gold"] = Field(

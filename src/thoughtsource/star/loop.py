@@ -278,7 +278,8 @@ class StarRun:
             sampled = self.cfg.sampling.k > 1
             if sampled:
                 report["samples"] = {"k": self.cfg.sampling.k, "temperature": self.cfg.sampling.temperature,
-                                     "max_kept": self.cfg.sampling.max_kept, "problems": len(gen["rows"]), "drawn": 0,
+                                     "max_kept": self.cfg.sampling.max_kept, "problems": len(gen["rows"]),
+                                     "drawn": sum(len(row.get("samples") or [row]) for row in gen["rows"]),
                                      "answer_correct": 0, "duplicates": 0, "capped": 0, "kept": 0,
                                      "problems_with_correct": 0, "problems_with_kept": 0}
             for row in gen["rows"]:
@@ -289,8 +290,6 @@ class StarRun:
                     candidates = r.get("samples") or [r]
                     seen: set[str] = set()
                     for c in candidates:
-                        if kind == "generate" and sampled:
-                            report["samples"]["drawn"] += 1
                         if not c["correct"]:
                             continue
                         reason = self.task.verify(p, c["text"], rationalized=kind == "rationalize")

@@ -22,7 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from .. import paths
@@ -68,6 +68,15 @@ class ServeSettings(BaseModel):
                                             "these (the port aside); None: any (``serve`` sets it, see default_allowed_hosts).")
     upload_dir: Path | None = Field(None, description="Where files uploaded by admins are kept and served from on the "
                                                       "next start (default: an 'uploads' folder next to the database).")
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("give at least one label")
+        if dup := next((x for i, x in enumerate(v) if x in v[:i]), None):
+            raise ValueError(f"the label {dup!r} is given twice")
+        return v
 
     def model_post_init(self, __context: Any) -> None:
         if self.upload_dir is None:

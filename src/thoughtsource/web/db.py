@@ -296,20 +296,24 @@ class AnnotationDB:
             mode = enable_wal(conn, BUSY_TIMEOUT_MS / 1000)
             if mode.lower() != "wal":
                 raise StoreError(f"{self.path}: could not switch the database to WAL mode (got {mode!r})")
-        with self.connect(write=True) as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
-            done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
-            for name, sql in MIGRATIONS:
-                if name in done:
-                    continue
-                if callable(sql):
-                    sql(conn)
-                else:
-                    for stmt in (s.strip() for s in sql.split(";")):
-                        if stmt:
-                            conn.execute(stmt)
-                conn.execute("INSERT INTO _migrations (name, applied) VALUES (?, ?)", (name, now()))
-                log.debug("%s: applied migration %s", self.path, name)
+        try:
+            with self.connect(write=True) as conn:  # one transaction: a failed migration leaves the file as it was
+                conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
+                done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
+                for name, sql in MIGRATIONS:
+                    if name in done:
+                        continue
+                    if callable(sql):
+                        sql(conn)
+                    else:
+                        for stmt in (s.strip() for s in sql.split(";")):
+                            if stmt:
+                                conn.execute(stmt)
+                    conn.execute("INSERT INTO _migrations (name, applied) VALUES (?, ?)", (name, now()))
+                    log.debug("%s: applied migration %s", self.path, name)
+        except sqlite3.DatabaseError as e:  # another program's SQLite file (a 'users' table of its own, ...)
+            raise StoreError(f"{self.path}: not a thoughtsource annotation database, or one this version cannot "
+                             f"upgrade ({e}); give another --db") from None
 
     # ------------------------------------------------------------------ users
     def add_user(self, name: str, password_hash: str, role: str) -> User:

@@ -33,42 +33,63 @@ def task_class(name: str) -> type[Task]:
 
 def task_option_names(cls: type) -> list[str]:
     """The keyword options a task class takes: its __init__'s, and those its **options pass on to the parent's."""
-    import inspect
+    return sorted(task_option_types(cls))
 
-    names: list[str] = []
+
+def task_option_types(cls: type) -> dict[str, Any]:
+    """``{option: its type}`` of the keyword options a task class takes (see :func:`task_option_names`)."""
+    import inspect
+    import typing
+
+    names: dict[str, Any] = {}
     for klass in cls.__mro__:
         if "__init__" not in vars(klass):
             continue
         params = list(inspect.signature(klass.__init__).parameters.values())[1:]  # type: ignore[misc]
         if klass is not cls:
             params = params[1:]  # the parent's first argument is the subclass's own choice (DatasetTask's dataset)
-        names += [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        hints = typing.get_type_hints(klass.__init__)  # type: ignore[misc]
+        for p in params:
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
+                names.setdefault(p.name, hints.get(p.name, Any))
         if not any(p.kind is p.VAR_KEYWORD for p in params):
             break
-    return sorted(set(names))
+    return names
 
 
-def check_task_options(name: str, options: dict[str, Any]) -> None:
-    """Refuse a ``task_options`` key the task does not take, with the closest known ones (a typo was a TypeError
-    traceback at the start of the run)."""
+def check_task_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` checked against what the task takes: a key it does not take is refused with the closest known ones
+    (a typo was a TypeError traceback at the start of the run), and values of the wrong type all at once (a word for
+    a number was a TypeError deep in the task); returns the values as the task's types read them."""
     import difflib
+
+    from pydantic import TypeAdapter, ValidationError
 
     from ...errors import ConfigError
 
-    cls = task_class(name)
-    known = task_option_names(cls)
+    types = task_option_types(task_class(name))
     if name not in TASKS:  # DatasetTask(name, ...): the dataset is the task's name, not an option
-        known = [k for k in known if k != "dataset"]
+        types.pop("dataset", None)
+    known = sorted(types)
     for key in options:
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=2)
+            close = difflib.get_close_matches(str(key), known, n=2)
             hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
             raise ConfigError(f"STaR task '{name}': unknown task_options key '{key}'{hint}; it takes: {', '.join(known)}")
+    checked, problems = {}, []
+    for key, value in options.items():
+        try:
+            checked[key] = TypeAdapter(types[key]).validate_python(value)
+        except ValidationError as e:
+            problems += [f"task_options.{key}: {err['msg']} (got {value!r})" for err in e.errors()[:1]]
+    if problems:
+        raise ConfigError(f"STaR task '{name}': invalid task_options", problems=problems)
+    return checked
 
 
 def get_task(name: str, **options: Any) -> Task:
     if name in TASKS or Path(name).exists():
-        check_task_options(name, options)
+        options = check_task_options(name, options)
     if name in TASKS:
         return task_class(name)(**options)
     from .from_dataset import DatasetTask
@@ -81,5 +102,5 @@ def get_task(name: str, **options: Any) -> Task:
     known = set(getattr(registry, "DATASETS", {}) or {})
     if known and name not in known:
         raise UnknownNameError("STaR task or dataset", name, [*TASKS, *known])
-    check_task_options(name, options)
+    options = check_task_options(name, options)
     return DatasetTask(name, **options)
