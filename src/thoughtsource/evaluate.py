@@ -35,11 +35,12 @@ by its normalized form.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,8 @@ _META = (
     "dataset", "split", "sample_id", "type", "model", "instruction", "cot_trigger", "answer_extraction",
     "cot_index", "cot_id", "answer_id", "source", "truncated", "stored_correct",
 )  # fmt: skip
+#: The columns of ``Evaluation.answers`` (and answers.csv).
+ANSWERS_COLUMNS = [*_META[:-1], "mode", "pred", "rule", "correct", "f1", "contradicts_thinking", "stored_correct"]
 
 
 def wilson_interval(correct: float, n: int, z: float = Z95) -> tuple[float, float]:
@@ -153,7 +156,8 @@ def _fmt(value: Any) -> str | None:
 class Evaluation:
     """The result of :func:`evaluate_frame`; see the module doc for the three frames."""
 
-    answers: pd.DataFrame
+    #: one row per answer and mode; None when :func:`evaluate_frame` wrote it to ``answers_csv`` instead
+    answers: pd.DataFrame | None
     accuracy: pd.DataFrame
     majority: pd.DataFrame
     mode: Mode = "strict"
@@ -166,6 +170,34 @@ class Evaluation:
     reasoning: pd.DataFrame | None = None
     #: per mode, model and reasoning-length quartile: accuracy (:func:`accuracy_by_length`)
     by_length: pd.DataFrame | None = None
+    #: without ``answers``: the answers as codes (combination, sample, correct, ...; see :class:`_Compact`), their names
+    coded: pd.DataFrame | None = field(default=None, repr=False)
+    names: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+    #: where the answers table was written (``evaluate_frame(answers_csv=...)``; None without answers)
+    answers_csv: Path | None = None
+
+    @property
+    def empty(self) -> bool:
+        """No answer was scored."""
+        return not len(self.answers if self.answers is not None else self.coded)  # type: ignore[arg-type]
+
+    def _pooled(self, mode: Mode | None) -> list[tuple[tuple[str, str, str, str], int, int]]:
+        """Per (model, instruction, CoT trigger, answer extraction), in sorted order: (names, correct, scored answers)
+        in ``mode``, pooled over datasets and splits."""
+        m = mode or self.mode
+        frame = self.answers if self.answers is not None else self.coded
+        keys = ["model", "instruction", "cot_trigger", "answer_extraction"]
+        a = _scored(frame[frame["mode"] == m])  # type: ignore[index]
+        if not len(a):
+            return []
+        sums: dict[tuple[str, ...], list[int]] = {}
+        for key, (c, n) in a.groupby(keys, sort=False)["correct"].agg(["sum", "size"]).iterrows():
+            shown = tuple(str(v) for v in key) if self.answers is not None else tuple(
+                str(self.names[k][v]) for k, v in zip(keys, key, strict=True))
+            slot = sums.setdefault(shown, [0, 0])
+            slot[0] += int(c)
+            slot[1] += int(n)
+        return [(key, c, n) for key, (c, n) in sorted(sums.items())]  # type: ignore[misc]
 
     @property
     def has_reasoning(self) -> bool:
@@ -175,25 +207,21 @@ class Evaluation:
     def by_model(self, mode: Mode | None = None) -> dict[str, dict[str, float]]:
         """``{model: {"<instruction>_<cot_trigger>_<answer_extraction>": accuracy}}`` for ``mode``, pooled over
         datasets and splits but never over models."""
-        m = mode or self.mode
-        a = _scored(self.answers[self.answers["mode"] == m])
+        sums: dict[tuple[str, str], list[int]] = {}
+        for (model, *prompt), c, n in self._pooled(mode):
+            slot = sums.setdefault((model, "_".join(prompt)), [0, 0])
+            slot[0] += c
+            slot[1] += n
         out: dict[str, dict[str, float]] = {}
-        if len(a):
-            keys = a["instruction"].astype(str) + "_" + a["cot_trigger"].astype(str) + "_" + a["answer_extraction"].astype(str)
-            for (model, key), value in a["correct"].groupby([a["model"], keys], sort=True).mean().items():
-                out.setdefault(str(model), {})[str(key)] = float(value)
+        for (model, key), (c, n) in sorted(sums.items()):
+            out.setdefault(model, {})[key] = c / n
         return out
 
     def pooled_cells(self, mode: Mode | None = None) -> list[dict[str, Any]]:
         """What :meth:`by_model` holds, with the fields apart: one record per model, instruction, CoT trigger and
         answer extraction (pooled over datasets and splits, never over models) with its ``accuracy``."""
-        m = mode or self.mode
-        a = _scored(self.answers[self.answers["mode"] == m])
-        if not len(a):
-            return []
         keys = ["model", "instruction", "cot_trigger", "answer_extraction"]
-        grouped = a.assign(**{k: a[k].astype(str) for k in keys}).groupby(keys, sort=True)["correct"].mean()
-        return [{**dict(zip(keys, key, strict=True)), "accuracy": float(v)} for key, v in grouped.items()]
+        return [{**dict(zip(keys, key, strict=True)), "accuracy": c / n} for key, c, n in self._pooled(mode)]
 
     def to_dict(self, mode: Mode | None = None, *, by_model: bool | None = None) -> dict[str, Any]:
         """``{"accuracy": {"<instruction>_<cot_trigger>_<answer_extraction>": value}}`` for ``mode``.
@@ -210,21 +238,42 @@ class Evaluation:
         return {"accuracy": next(iter(per_model.values()), {})}
 
 
-def _iter_answers(collection: SampleSource, golds: dict[tuple[str, str, str], Any] | None = None,
-                  length_rows: list[tuple[Any, ...]] | None = None) -> Iterable[tuple[str, str, Any, int, Any, Any]]:
-    """Every answer with its sample and CoT, in file order, in one pass over ``collection.samples()`` (a streamed
-    file's samples are new objects on every pass: nothing is keyed by ``id(sample)``).  ``golds`` gets each sample's
-    ``(type, gold, choices)`` and ``length_rows`` each CoT's :func:`reasoning_lengths` row, in the same pass."""
+def _iter_answers(collection: SampleSource, on_sample: Callable[[str, str, Any, Any], None] | None = None,
+                  on_cot: Callable[[str, str, Any, int, Any], None] | None = None,
+                  ) -> Iterable[tuple[str, str, Any, Any, int, Any, Any]]:
+    """Every answer as ``(dataset, split, sample, gold, CoT index, CoT, answer)``, in file order, in one pass over
+    ``collection.samples()`` (a streamed file's samples are new objects on every pass: nothing is keyed by
+    ``id(sample)``).  With ``on_sample`` each sample's gold is read (None without answers) and handed to it with the
+    sample; ``on_cot`` gets every CoT, in the same pass."""
     for d, s, sample in collection.samples():
-        if golds is not None:
+        gold = None
+        if on_sample is not None:
             answered = any(cot.answers for cot in sample.generated_cot)
             gold = sample_gold(sample) if answered else None
-            golds[(d, s, sample.id)] = (sample.type, gold, tuple(sample.choices))
+            on_sample(d, s, sample, gold)
         for ci, cot in enumerate(sample.generated_cot):
-            if length_rows is not None:
-                length_rows.append(_length_row(d, s, sample.id, ci, cot))
+            if on_cot is not None:
+                on_cot(d, s, sample, ci, cot)
             for ans in cot.answers:
-                yield d, s, sample, ci, cot, ans
+                yield d, s, sample, gold, ci, cot, ans
+
+
+def _score(cache: _Memo | None, sample: Any, gold: Any, cot: Any, ans: Any, modes: Sequence[Mode],
+           think_tags: tuple[str, str] | None) -> tuple[str, bool, list[tuple[Extraction, bool, bool, float]]]:
+    """One answer scored: its source, whether its CoT was cut off mid-thought, and per mode ``(extraction, contradicts
+    the thinking, correct, token F1)``."""
+    t, choices = sample.type, tuple(sample.choices)
+    text, source, thinking, truncated = _answer_source(cot, ans, think_tags)
+    out = []
+    for m in modes:
+        e = _extract_memo(cache, text, t, m, choices, source)
+        contradiction = False
+        if thinking and e.value is not None:
+            said = _extract_memo(cache, thinking, t, m, choices, "cot").value
+            contradiction = said is not None and _vote_key(said, t) != _vote_key(e.value, t)
+        f1 = text_f1(str(e.value), gold) if t == "text" and e.value is not None and gold else math.nan
+        out.append((e, contradiction, is_correct(e.value, t, gold), f1))
+    return source, truncated, out
 
 
 def evaluate_frame(
@@ -235,6 +284,7 @@ def evaluate_frame(
     ks: Sequence[int] | None = None,
     memo: bool = True,
     think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS,
+    answers_csv: str | os.PathLike[str] | None = None,
 ) -> Evaluation:
     """Extract and score every answer in every mode; accuracy per combination; maj@k self-consistency.
 
@@ -246,12 +296,19 @@ def evaluate_frame(
     (answer phrases); an answer that differs from the last answer stated in the thinking is flagged
     (``contradicts_thinking``); a CoT cut off mid-thought (``truncated``) has no answer and is not scored:
     it is left out of accuracy and maj@k and counted apart.
+
+    ``answers_csv``: for files larger than memory.  The per-answer table is written to that file as it is computed
+    (what :func:`write_tables` writes as ``answers.csv``; not written when there are no answers) instead of being kept:
+    ``Evaluation.answers`` is None and ``extractions`` empty, and every other table is computed from compact arrays of
+    small ints (a few dozen bytes per answer, see :class:`_Compact`).  The tables are those of the default path.
     """
     import pandas as pd
 
     for m in (*modes, mode):
         if m not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {m!r}")
+    if answers_csv is not None:
+        return _evaluate_compact(collection, modes, mode, ks, memo, think_tags, Path(answers_csv))
     meta: dict[str, list[Any]] = {k: [] for k in _META}
     per_mode: dict[str, dict[str, list[Any]]] = {
         m: {k: [] for k in ("pred", "rule", "correct", "f1", "contradicts_thinking")} for m in modes
@@ -262,37 +319,36 @@ def evaluate_frame(
     # sample without answers has gold None; a repeated id keeps its last sample, as a dict built over the file does)
     golds: dict[tuple[str, str, str], tuple[Any, ...]] = {}
     length_rows: list[tuple[Any, ...]] = []
-    cache: _Memo = _Memo(MEMO_SIZE)
-    nan = math.nan
-    for d, s, sample, ci, cot, ans in _iter_answers(collection, golds, length_rows):
-        t = sample.type
-        _, gold, choices = golds[(d, s, sample.id)]
-        text, source, thinking, truncated = _answer_source(cot, ans, think_tags)
+
+    def on_sample(d: str, s: str, sample: Any, gold: Any) -> None:
+        golds[(d, s, sample.id)] = (sample.type, gold, tuple(sample.choices))
+
+    def on_cot(d: str, s: str, sample: Any, ci: int, cot: Any) -> None:
+        length_rows.append(_length_row(d, s, sample.id, ci, cot))
+
+    cache = _Memo(MEMO_SIZE) if memo else None
+    for d, s, sample, gold, ci, cot, ans in _iter_answers(collection, on_sample, on_cot):
+        source, truncated, scored = _score(cache, sample, gold, cot, ans, modes, think_tags)
         for k, v in zip(
             _META,
-            (d, s, sample.id, t, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger),
+            (d, s, sample.id, sample.type, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger),
              str(ans.answer_extraction), ci, cot.id, ans.id, source, truncated, ans.correct_answer),
             strict=True,
         ):  # fmt: skip
             meta[k].append(v)
-        for m in modes:
-            e = _extract_memo(cache if memo else None, text, t, m, choices, source)
+        for m, (e, contradiction, correct, f1) in zip(modes, scored, strict=True):
             cols = per_mode[m]
-            contradiction = False
-            if thinking and e.value is not None:
-                said = _extract_memo(cache if memo else None, thinking, t, m, choices, "cot").value
-                contradiction = said is not None and _vote_key(said, t) != _vote_key(e.value, t)
             cols["contradicts_thinking"].append(contradiction)
             cols["pred"].append(_fmt(e.value))
             cols["rule"].append(e.rule)
-            cols["correct"].append(is_correct(e.value, t, gold))
-            cols["f1"].append(text_f1(str(e.value), gold) if t == "text" and e.value is not None and gold else nan)
+            cols["correct"].append(correct)
+            cols["f1"].append(f1)
             values[m].append(e.value)
             extractions[m].append(e)
     base = pd.DataFrame(meta)
     frames = [base.assign(mode=m, **per_mode[m]) for m in modes]
     answers = pd.concat(frames, ignore_index=True) if frames else base
-    answers = answers[[*_META[:-1], "mode", "pred", "rule", "correct", "f1", "contradicts_thinking", "stored_correct"]]
+    answers = answers[ANSWERS_COLUMNS]
     answers["truncated"] = answers["truncated"].astype(bool)
     answers.loc[answers["truncated"], "correct"] = False  # not scored: left out of every table (see _scored)
     answers["stored_correct"] = answers["stored_correct"].astype(object)
@@ -303,6 +359,264 @@ def evaluate_frame(
     return Evaluation(answers=answers, accuracy=accuracy, majority=majority, mode=mode, extractions=extractions,
                       sampling=sampling, lengths=lengths, reasoning=reasoning_table(lengths),
                       by_length=accuracy_by_length(answers, lengths))
+
+
+class _Codes:
+    """Values as small ints, numbered in order of first sight; :meth:`ranked` renumbers them in sorted order, so that
+    grouping and sorting by code is grouping and sorting by value."""
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+        self.names: list[Any] = []
+
+    def __call__(self, value: Any) -> int:
+        code = self.index.get(value)
+        if code is None:
+            code = self.index[value] = len(self.names)
+            self.names.append(value)
+        return code
+
+    def ranked(self) -> tuple[Any, list[Any]]:
+        """(an array: the sorted rank of each code, the values in sorted order)."""
+        import numpy as np
+
+        order = sorted(range(len(self.names)), key=self.names.__getitem__)
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        return rank, [self.names[i] for i in order]
+
+
+class _Values:
+    """Extracted values as small ints (equal values of one Python type share a code): what maj@k votes on."""
+
+    def __init__(self) -> None:
+        self.index: dict[tuple[type, Any], int] = {}
+        self.reps: list[Any] = []
+
+    def __call__(self, value: Any) -> int:
+        key = (type(value), value)
+        try:
+            code = self.index.get(key)
+        except TypeError:  # unhashable: a code of its own
+            key, code = None, None
+        if code is None:
+            code = len(self.reps)
+            self.reps.append(value)
+            if key is not None:
+                self.index[key] = code
+        return code
+
+
+class _QuestionGolds:
+    """``(type, gold)`` of each question by its ranked code: :func:`_questions_by_mode`'s ``golds`` over codes."""
+
+    def __init__(self, types: list[str], golds: list[Any]) -> None:
+        self.types, self.golds = types, golds
+
+    def get(self, key: tuple[Any, ...], default: Any = None) -> tuple[Any, Any]:
+        return self.types[key[-1]], self.golds[key[-1]]
+
+
+class _Compact:
+    """Per answer and per CoT, what the tables are computed from, column by column in ``array`` arrays of small ints
+    (strings are codes into :class:`_Codes` tables): about 20 bytes an answer and mode and 30 a CoT, where the
+    answers table holds a row of Python objects (~1 KB).  A question is a (dataset, split, sample id)."""
+
+    def __init__(self, modes: Sequence[Mode]) -> None:
+        from array import array
+
+        self.modes = list(modes)
+        self.codes = {k: _Codes() for k in COMBINATION}
+        self.questions = _Codes()
+        self.q_type: list[str] = []
+        self.q_gold: list[Any] = []  # a repeated sample id keeps its last sample's gold, as a dict over the file does
+        self.values = _Values()
+        self.answer = {k: array("i") for k in (*COMBINATION, "sample_id", "cot_index")}
+        self.truncated = array("b")
+        self.per_mode = {m: {"correct": array("b"), "no_answer": array("b"), "contradicts_thinking": array("b"),
+                             "f1": array("d"), "value": array("i")} for m in modes}
+        self.cot = {k: array("i") for k in ("dataset", "split", "sample_id", "cot_index", "model")}
+        self.cot_flags = {k: array("b") for k in ("reasoning_model", "truncated")}
+        self.tokens = array("d")
+        self.words = array("q")
+
+    def sample(self, d: str, s: str, sample: Any, gold: Any) -> None:
+        q = self.questions((d, s, sample.id))
+        if q == len(self.q_gold):
+            self.q_type.append(sample.type)
+            self.q_gold.append(gold)
+        else:
+            self.q_type[q], self.q_gold[q] = sample.type, gold
+
+    def add_cot(self, d: str, s: str, sample: Any, ci: int, cot: Any) -> None:
+        _, _, _, _, model, reasoning, tokens, words, truncated = _length_row(d, s, sample.id, ci, cot)
+        for k, v in (("dataset", self.codes["dataset"](d)), ("split", self.codes["split"](s)),
+                     ("sample_id", self.questions((d, s, sample.id))), ("cot_index", ci),
+                     ("model", self.codes["model"](model))):
+            self.cot[k].append(v)
+        self.cot_flags["reasoning_model"].append(reasoning)
+        self.cot_flags["truncated"].append(truncated)
+        self.tokens.append(tokens)
+        self.words.append(words)
+
+    def add_answer(self, combination: tuple[str, ...], q: int, ci: int, truncated: bool,
+                   scored: list[tuple[Extraction, bool, bool, float]]) -> None:
+        for k, v in zip(COMBINATION, combination, strict=True):
+            self.answer[k].append(self.codes[k](v))
+        self.answer["sample_id"].append(q)
+        self.answer["cot_index"].append(ci)
+        self.truncated.append(truncated)
+        for m, (e, contradiction, correct, f1) in zip(self.modes, scored, strict=True):
+            cols = self.per_mode[m]
+            cols["correct"].append(bool(correct) and not truncated)  # a truncated CoT is not scored (see _scored)
+            cols["no_answer"].append(e.value is None)
+            cols["contradicts_thinking"].append(contradiction)
+            cols["f1"].append(f1)
+            cols["value"].append(self.values(e.value))
+
+    def frames(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, list[Any]], _QuestionGolds]:
+        """(the answers as codes, one block per mode; the CoTs' lengths as codes; the same with their strings, as
+        :func:`reasoning_lengths` has them; the names of the codes per column; the golds by question code)."""
+        import numpy as np
+        import pandas as pd
+
+        ranked = {k: c.ranked() for k, c in self.codes.items()}
+        names = {k: names for k, (_, names) in ranked.items()}
+        q_rank, questions = self.questions.ranked()
+        order = np.argsort(q_rank)
+        golds = _QuestionGolds([self.q_type[i] for i in order], [self.q_gold[i] for i in order])
+
+        def recode(arr: Any, rank: Any) -> Any:
+            return rank[np.asarray(arr, dtype=np.int32)] if len(arr) else np.zeros(0, dtype=np.int32)
+
+        base: dict[str, Any] = {k: recode(self.answer[k], ranked[k][0]) for k in COMBINATION}
+        base["sample_id"] = recode(self.answer["sample_id"], q_rank)
+        base["cot_index"] = np.asarray(self.answer["cot_index"], dtype=np.int32)
+        base["truncated"] = np.asarray(self.truncated, dtype=bool)
+        blocks = []
+        for m, cols in self.per_mode.items():
+            block = pd.DataFrame({**base, "mode": m, **{k: np.asarray(cols[k], dtype=bool) for k in
+                                                          ("correct", "no_answer", "contradicts_thinking")},
+                                  "f1": np.asarray(cols["f1"], dtype=float), "value": np.asarray(cols["value"], dtype=np.int32)})
+            blocks.append(block)
+        scored = pd.concat(blocks, ignore_index=True)
+        cot = {k: recode(self.cot[k], ranked[k][0]) for k in ("dataset", "split", "model")}
+        cot["sample_id"] = recode(self.cot["sample_id"], q_rank)
+        cot["cot_index"] = np.asarray(self.cot["cot_index"], dtype=np.int64)
+        flags = {k: np.asarray(v, dtype=bool) for k, v in self.cot_flags.items()}
+        tokens, words = np.asarray(self.tokens, dtype=float), np.asarray(self.words, dtype=np.int64)
+        columns = ["dataset", "split", "sample_id", "cot_index", "model", "reasoning_model", "tokens", "words", "truncated"]
+        coded = pd.DataFrame({**cot, **flags, "tokens": tokens, "words": words})[columns]
+        if not len(tokens):
+            return scored, coded, _lengths_frame([]), names, golds
+        ids = np.asarray([q[2] for q in questions], dtype=object)
+        strings = {k: np.asarray(names[k], dtype=object)[cot[k]] for k in ("dataset", "split", "model")}
+        lengths = pd.DataFrame({**strings, "sample_id": ids[cot["sample_id"]], "cot_index": cot["cot_index"], **flags,
+                                "tokens": tokens, "words": words})[columns]
+        return scored, coded, lengths, names, golds
+
+
+def _decode(table: pd.DataFrame, names: dict[str, list[Any]], columns: Sequence[str] = COMBINATION) -> pd.DataFrame:
+    """A table computed over codes with the strings of its ``columns`` back."""
+    import numpy as np
+
+    if len(table):
+        for k in columns:
+            table[k] = np.asarray(names[k], dtype=object)[table[k].to_numpy(dtype=np.int64)]
+    return table
+
+
+class _AnswersCsv:
+    """answers.csv written as the answers are scored: each mode's rows go to a part file next to ``path`` (the table
+    holds all the rows of the first mode, then those of the next), in chunks formatted as ``DataFrame.to_csv`` formats
+    the whole table; :meth:`close` joins them into ``path``, atomically (nothing without answers)."""
+
+    CHUNK = 2048
+
+    def __init__(self, path: Path, modes: Sequence[Mode]) -> None:
+        self.made = not path.parent.exists()  # removed again when there is nothing to write
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.parts = {m: path.with_name(f".{path.name}.{os.getpid()}.{m}.part") for m in modes}
+        self.files = {m: open(p, "w", encoding="utf-8", newline="") for m, p in self.parts.items()}  # noqa: SIM115
+        self.rows: dict[str, list[tuple[Any, ...]]] = {m: [] for m in modes}
+        self.n = 0
+
+    def add(self, meta: tuple[Any, ...], truncated: bool, stored: Any, scored: list[tuple[Extraction, bool, bool, float]]) -> None:
+        for (m, rows), (e, contradiction, correct, f1) in zip(self.rows.items(), scored, strict=True):
+            rows.append((*meta, truncated, m, _fmt(e.value), e.rule, False if truncated else correct, f1, contradiction,
+                         stored))
+        self.n += 1
+        if self.n % self.CHUNK == 0:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pandas as pd
+
+        for m, rows in self.rows.items():
+            if rows:
+                self.files[m].write(pd.DataFrame(rows, columns=ANSWERS_COLUMNS).to_csv(index=False, header=False))
+                rows.clear()
+
+    def close(self, *, keep: bool = True) -> Path | None:
+        """Join the parts into the table (``keep`` and some answers), remove them; the table's path, or None."""
+        import shutil
+
+        import pandas as pd
+
+        from .io import atomic_write
+
+        try:
+            if keep:
+                self._flush()
+            for fh in self.files.values():
+                fh.close()
+            if not (keep and self.n):
+                return None
+            with atomic_write(self.path) as out:
+                out.write(pd.DataFrame(columns=ANSWERS_COLUMNS).to_csv(index=False))
+                for part in self.parts.values():
+                    with open(part, encoding="utf-8", newline="") as fh:
+                        shutil.copyfileobj(fh, out, 1 << 20)
+            return self.path
+        finally:
+            for fh in self.files.values():
+                fh.close()
+            for part in self.parts.values():
+                part.unlink(missing_ok=True)
+            if self.made and not (keep and self.n):
+                with contextlib.suppress(OSError):
+                    self.path.parent.rmdir()
+
+
+def _evaluate_compact(collection: SampleSource, modes: Sequence[Mode], mode: Mode, ks: Sequence[int] | None, memo: bool,
+                      think_tags: tuple[str, str] | None, answers_csv: Path) -> Evaluation:
+    """:func:`evaluate_frame` with ``answers_csv``: one pass, the answers table written as it goes, the other tables
+    computed by the same functions over :class:`_Compact`'s codes, then given their strings back."""
+    compact = _Compact(modes)
+    table = _AnswersCsv(answers_csv, modes)
+    cache = _Memo(MEMO_SIZE) if memo else None
+    done = False
+    try:
+        for d, s, sample, gold, ci, cot, ans in _iter_answers(collection, compact.sample, compact.add_cot):
+            source, truncated, scored = _score(cache, sample, gold, cot, ans, modes, think_tags)
+            combination = (d, s, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger), str(ans.answer_extraction))
+            compact.add_answer(combination, compact.questions((d, s, sample.id)), ci, truncated, scored)
+            table.add((d, s, sample.id, sample.type, *combination[2:], ci, cot.id, ans.id, source), truncated,
+                      ans.correct_answer, scored)
+        done = True
+    finally:
+        written = table.close(keep=done)
+    answers, coded_lengths, lengths, names, golds = compact.frames()
+    values = {m: answers.loc[answers["mode"] == m, "value"].to_numpy() for m in modes}
+    names["sample_id"] = []  # never decoded: the tables keep no sample ids
+    accuracy = _decode(_accuracy_table(answers), names)
+    majority = _decode(_majority_table(answers, values, golds, ks, compact.values.reps), names)
+    sampling = _decode(sampling_table(answers, values, golds, ks, reps=compact.values.reps), names)
+    by_length = _decode(accuracy_by_length(answers, coded_lengths), names, ("model",))
+    return Evaluation(answers=None, accuracy=accuracy, majority=majority, mode=mode, sampling=sampling, lengths=lengths,
+                      reasoning=reasoning_table(lengths), by_length=by_length, coded=answers, names=names,
+                      answers_csv=written)
 
 
 # --------------------------------------------------------------------------- reasoning length
@@ -472,7 +786,8 @@ def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
     answers = _scored(answers)
     if answers.empty:
         return pd.DataFrame(columns=[*keys, *ACCURACY_COLUMNS])
-    g = answers.assign(no_answer=answers["pred"].isna()).groupby(keys, sort=True, dropna=False)
+    no_answer = answers["no_answer"] if "no_answer" in answers else answers["pred"].isna()
+    g = answers.assign(no_answer=no_answer).groupby(keys, sort=True, dropna=False)
     table = g.agg(n=("correct", "size"), correct=("correct", "sum"), no_answer=("no_answer", "sum"), f1=("f1", "mean"),
                   contradictions=("contradicts_thinking", "sum"))
     table = table.join(everything.groupby(keys, sort=True, dropna=False)["truncated"].sum())
@@ -534,19 +849,21 @@ def mean_over_datasets(accuracy: pd.DataFrame) -> pd.DataFrame:
 def _questions_by_mode(
     answers: pd.DataFrame,
     values: dict[str, list[Any]],
-    golds: dict[tuple[str, str, str], tuple[Any, ...]],
+    golds: Any,
     ks: Sequence[int] | None,
+    reps: Sequence[Any] | None = None,
 ) -> Iterator[tuple[str, list[int], list[tuple[tuple[Any, ...], list[Any], list[bool], str, Any]]]]:
     """Per answer mode with some question sampled more than once: the ks to report (``ks``, or the defaults plus
     the largest sample count) and every question as ``(combination key, answers in file order, their correctness,
-    answer type, gold)``: what maj@k and pass@k are computed from."""
+    answer type, gold)``: what maj@k and pass@k are computed from.  ``golds``: ``(type, gold)`` by (dataset, split,
+    sample id); with ``reps``, ``values`` holds codes of the values ``reps`` lists (:class:`_Compact`)."""
     import pandas as pd
 
     if answers.empty:
         return
     for m, vals in values.items():
         sub = answers[answers["mode"] == m]
-        series = pd.Series(vals, index=sub.index, dtype=object)
+        series = pd.Series(vals, index=sub.index, dtype=object if reps is None else None)
         sub = _scored(sub)
         groups = sub.groupby([*COMBINATION, "sample_id"], sort=True, dropna=False).indices
         if not groups or max(len(ix) for ix in groups.values()) < 2:
@@ -557,23 +874,25 @@ def _questions_by_mode(
         for gkey, ix in groups.items():
             labels = sub.index[ix]
             t, gold = golds.get((gkey[0], gkey[1], gkey[-1]), (None, None, ()))[:2]
-            questions.append((tuple(gkey[:-1]), series.loc[labels].tolist(),
+            ordered = series.loc[labels].tolist()
+            questions.append((tuple(gkey[:-1]), ordered if reps is None else [reps[c] for c in ordered],
                               [bool(x) for x in sub.loc[labels, "correct"].tolist()], t or "number", gold))
         yield m, wanted, questions
 
 
 def _majority_table(
     answers: pd.DataFrame,
-    values: dict[str, list[Any]],
-    golds: dict[tuple[str, str, str], tuple[Any, ...]],
+    values: dict[str, Any],
+    golds: Any,
     ks: Sequence[int] | None,
+    reps: Sequence[Any] | None = None,
 ) -> pd.DataFrame:
     import pandas as pd
 
     keys = [*COMBINATION, "mode", "k"]
     columns = [*keys, "n", "correct", "accuracy", "ci_low", "ci_high"]
     rows: list[tuple[Any, ...]] = []
-    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks):
+    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks, reps):
         agg: dict[tuple[Any, ...], list[int]] = {}
         for ckey, ordered, _, t, gold in questions:
             for k in wanted:
@@ -649,10 +968,11 @@ SAMPLING_COLUMNS = ["questions", "samples", "pass_at_k", "pass_ci_low", "pass_ci
 
 def sampling_table(
     answers: pd.DataFrame,
-    values: dict[str, list[Any]],
-    golds: dict[tuple[str, str, str], tuple[Any, ...]],
+    values: dict[str, Any],
+    golds: Any,
     ks: Sequence[int] | None,
     *,
+    reps: Sequence[Any] | None = None,
     resamples: int = 200,
     bootstrap_iters: int = 1000,
     seed: int = 0,
@@ -670,7 +990,7 @@ def sampling_table(
     keys = [*COMBINATION, "mode", "k"]
     columns = [*keys, *SAMPLING_COLUMNS]
     rows: list[tuple[Any, ...]] = []
-    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks):
+    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks, reps):
         per_cell: dict[tuple[Any, ...], dict[int, tuple[list[float], list[float], list[int]]]] = {}
         for ckey, ordered, correct, t, gold in questions:
             n, c = len(ordered), sum(correct)
@@ -740,7 +1060,8 @@ def scored_entries(entries: Iterable[Any], result: Evaluation, *, mode: Mode = "
 
 
 def _verdicts(result: Evaluation, mode: Mode) -> Iterator[tuple[Any, Any]]:
-    rows = result.answers.loc[result.answers["mode"] == mode, ["correct", "truncated"]]
+    frame = result.answers if result.answers is not None else result.coded
+    rows = frame.loc[frame["mode"] == mode, ["correct", "truncated"]]  # type: ignore[union-attr]
     return iter(zip(rows["correct"].tolist(), rows["truncated"].tolist(), strict=True))
 
 
@@ -811,6 +1132,15 @@ def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Pa
                 fh.write(render(frame))
             written.append(path)
     path = out / "answers.csv"
+    if result.answers is None:  # written as it was computed
+        if result.answers_csv is not None and result.answers_csv.resolve() != path.resolve():
+            import shutil
+
+            with atomic_write(path) as fh, open(result.answers_csv, encoding="utf-8", newline="") as src:
+                shutil.copyfileobj(src, fh, 1 << 20)
+        if result.answers_csv is not None:
+            written.append(path)
+        return written
     with atomic_write(path) as fh:
         fh.write(result.answers.to_csv(index=False))
     written.append(path)
