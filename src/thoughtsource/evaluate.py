@@ -176,6 +176,14 @@ class Evaluation:
     #: where the answers table was written (``evaluate_frame(answers_csv=...)``; None without answers)
     answers_csv: Path | None = None
 
+    def _answers_in(self, mode: str, *, scored_only: bool = True) -> pd.DataFrame:
+        """The answers (or their codes) of ``mode``, in file order; only those scored unless ``scored_only`` is False."""
+        if self.answers is not None:
+            a = self.answers[self.answers["mode"] == mode]
+        else:
+            a = self.coded[self.coded["mode"] == self.names["mode"].index(mode)]  # type: ignore[index]
+        return _scored(a) if scored_only else a
+
     @property
     def empty(self) -> bool:
         """No answer was scored."""
@@ -184,16 +192,13 @@ class Evaluation:
     def _pooled(self, mode: Mode | None) -> list[tuple[tuple[str, str, str, str], int, int]]:
         """Per (model, instruction, CoT trigger, answer extraction), in sorted order: (names, correct, scored answers)
         in ``mode``, pooled over datasets and splits."""
-        m = mode or self.mode
-        frame = self.answers if self.answers is not None else self.coded
-        keys = ["model", "instruction", "cot_trigger", "answer_extraction"]
-        a = _scored(frame[frame["mode"] == m])  # type: ignore[index]
+        a = self._answers_in(mode or self.mode)
         if not len(a):
             return []
+        keys = ["model", "instruction", "cot_trigger", "answer_extraction"] if self.answers is not None else ["combination"]
         sums: dict[tuple[str, ...], list[int]] = {}
         for key, (c, n) in a.groupby(keys, sort=False)["correct"].agg(["sum", "size"]).iterrows():
-            shown = tuple(str(v) for v in key) if self.answers is not None else tuple(
-                str(self.names[k][v]) for k, v in zip(keys, key, strict=True))
+            shown = tuple(str(v) for v in (key if self.answers is not None else self.names["combination"][key][2:]))
             slot = sums.setdefault(shown, [0, 0])
             slot[0] += int(c)
             slot[1] += int(n)
@@ -419,19 +424,20 @@ class _QuestionGolds:
 
 class _Compact:
     """Per answer and per CoT, what the tables are computed from, column by column in ``array`` arrays of small ints
-    (strings are codes into :class:`_Codes` tables): about 20 bytes an answer and mode and 30 a CoT, where the
-    answers table holds a row of Python objects (~1 KB).  A question is a (dataset, split, sample id)."""
+    (strings are codes into :class:`_Codes` tables; the six fields of a combination are one code): about 15 bytes an
+    answer and mode and 30 a CoT, where the answers table holds a row of Python objects (~1 KB).  A question is a
+    (dataset, split, sample id)."""
 
     def __init__(self, modes: Sequence[Mode]) -> None:
         from array import array
 
         self.modes = list(modes)
-        self.codes = {k: _Codes() for k in COMBINATION}
+        self.codes = {k: _Codes() for k in ("combination", "dataset", "split", "model")}
         self.questions = _Codes()
         self.q_type: list[str] = []
         self.q_gold: list[Any] = []  # a repeated sample id keeps its last sample's gold, as a dict over the file does
         self.values = _Values()
-        self.answer = {k: array("i") for k in (*COMBINATION, "sample_id", "cot_index")}
+        self.answer = {k: array("i") for k in ("combination", "model", "sample_id", "cot_index")}
         self.truncated = array("b")
         self.per_mode = {m: {"correct": array("b"), "no_answer": array("b"), "contradicts_thinking": array("b"),
                              "f1": array("d"), "value": array("i")} for m in modes}
@@ -461,8 +467,8 @@ class _Compact:
 
     def add_answer(self, combination: tuple[str, ...], q: int, ci: int, truncated: bool,
                    scored: list[tuple[Extraction, bool, bool, float]]) -> None:
-        for k, v in zip(COMBINATION, combination, strict=True):
-            self.answer[k].append(self.codes[k](v))
+        self.answer["combination"].append(self.codes["combination"](combination))
+        self.answer["model"].append(self.codes["model"](combination[2]))
         self.answer["sample_id"].append(q)
         self.answer["cot_index"].append(ci)
         self.truncated.append(truncated)
@@ -476,35 +482,43 @@ class _Compact:
 
     def frames(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, list[Any]], _QuestionGolds]:
         """(the answers as codes, one block per mode; the CoTs' lengths as codes; the same with their strings, as
-        :func:`reasoning_lengths` has them; the names of the codes per column; the golds by question code)."""
+        :func:`reasoning_lengths` has them; the names of the codes per column (``mode`` too); the golds by question
+        code).  The arrays are emptied as they are turned into frames."""
         import numpy as np
         import pandas as pd
 
         ranked = {k: c.ranked() for k, c in self.codes.items()}
         names = {k: names for k, (_, names) in ranked.items()}
+        names["mode"] = sorted(self.modes)
         q_rank, questions = self.questions.ranked()
+        self.questions.index.clear()
         order = np.argsort(q_rank)
         golds = _QuestionGolds([self.q_type[i] for i in order], [self.q_gold[i] for i in order])
+        self.q_type, self.q_gold = [], []
 
         def recode(arr: Any, rank: Any) -> Any:
             return rank[np.asarray(arr, dtype=np.int32)] if len(arr) else np.zeros(0, dtype=np.int32)
 
-        base: dict[str, Any] = {k: recode(self.answer[k], ranked[k][0]) for k in COMBINATION}
+        base: dict[str, Any] = {k: recode(self.answer[k], ranked[k][0]) for k in ("combination", "model")}
         base["sample_id"] = recode(self.answer["sample_id"], q_rank)
         base["cot_index"] = np.asarray(self.answer["cot_index"], dtype=np.int32)
         base["truncated"] = np.asarray(self.truncated, dtype=bool)
-        blocks = []
-        for m, cols in self.per_mode.items():
-            block = pd.DataFrame({**base, "mode": m, **{k: np.asarray(cols[k], dtype=bool) for k in
-                                                          ("correct", "no_answer", "contradicts_thinking")},
-                                  "f1": np.asarray(cols["f1"], dtype=float), "value": np.asarray(cols["value"], dtype=np.int32)})
-            blocks.append(block)
-        scored = pd.concat(blocks, ignore_index=True)
+        self.answer.clear()
+        n = len(base["truncated"])
+        columns: dict[str, Any] = {k: np.tile(v, len(self.modes)) for k, v in base.items()}  # one block per mode
+        del base
+        columns["mode"] = np.repeat(np.asarray([names["mode"].index(m) for m in self.modes], dtype=np.int8), n)
+        for k, dtype in (("correct", bool), ("no_answer", bool), ("contradicts_thinking", bool), ("f1", float),
+                         ("value", np.int32)):
+            columns[k] = np.concatenate([np.asarray(self.per_mode[m].pop(k), dtype=dtype) for m in self.modes])
+        scored = pd.DataFrame(columns)
+        del columns
         cot = {k: recode(self.cot[k], ranked[k][0]) for k in ("dataset", "split", "model")}
         cot["sample_id"] = recode(self.cot["sample_id"], q_rank)
         cot["cot_index"] = np.asarray(self.cot["cot_index"], dtype=np.int64)
         flags = {k: np.asarray(v, dtype=bool) for k, v in self.cot_flags.items()}
         tokens, words = np.asarray(self.tokens, dtype=float), np.asarray(self.words, dtype=np.int64)
+        self.cot.clear()
         columns = ["dataset", "split", "sample_id", "cot_index", "model", "reasoning_model", "tokens", "words", "truncated"]
         coded = pd.DataFrame({**cot, **flags, "tokens": tokens, "words": words})[columns]
         if not len(tokens):
@@ -516,13 +530,24 @@ class _Compact:
         return scored, coded, lengths, names, golds
 
 
-def _decode(table: pd.DataFrame, names: dict[str, list[Any]], columns: Sequence[str] = COMBINATION) -> pd.DataFrame:
-    """A table computed over codes with the strings of its ``columns`` back."""
+def _decode(table: pd.DataFrame, names: dict[str, list[Any]], columns: Sequence[str] = ("combination", "mode")) -> pd.DataFrame:
+    """A table computed over codes with its strings back: ``combination`` becomes the six :data:`COMBINATION` columns
+    (in its place), the other ``columns`` their names."""
     import numpy as np
+    import pandas as pd
 
-    if len(table):
-        for k in columns:
-            table[k] = np.asarray(names[k], dtype=object)[table[k].to_numpy(dtype=np.int64)]
+    table = table.copy()
+    for k in columns:
+        if k == "combination":
+            continue
+        table[k] = np.asarray(names[k], dtype=object)[table[k].to_numpy(dtype=np.int64)] if len(table) else table[k]
+    if "combination" in columns:
+        at = list(table.columns).index("combination")
+        codes = table.pop("combination").to_numpy(dtype=np.int64)
+        fields = (list(zip(*[names["combination"][c] for c in codes], strict=True)) if len(codes)
+                  else [[] for _ in COMBINATION])
+        six = pd.DataFrame({k: pd.Series(v, index=table.index, dtype=object) for k, v in zip(COMBINATION, fields, strict=True)})
+        table = pd.concat([table.iloc[:, :at], six, table.iloc[:, at:]], axis=1)
     return table
 
 
@@ -608,12 +633,12 @@ def _evaluate_compact(collection: SampleSource, modes: Sequence[Mode], mode: Mod
     finally:
         written = table.close(keep=done)
     answers, coded_lengths, lengths, names, golds = compact.frames()
-    values = {m: answers.loc[answers["mode"] == m, "value"].to_numpy() for m in modes}
-    names["sample_id"] = []  # never decoded: the tables keep no sample ids
-    accuracy = _decode(_accuracy_table(answers), names)
-    majority = _decode(_majority_table(answers, values, golds, ks, compact.values.reps), names)
-    sampling = _decode(sampling_table(answers, values, golds, ks, reps=compact.values.reps), names)
-    by_length = _decode(accuracy_by_length(answers, coded_lengths), names, ("model",))
+    values = {code: answers.loc[answers["mode"] == code, "value"].to_numpy() for code in range(len(names["mode"]))}
+    combination = ("combination",)
+    accuracy = _decode(_accuracy_table(answers, combination), names)
+    majority = _decode(_majority_table(answers, values, golds, ks, compact.values.reps, combination), names)
+    sampling = _decode(sampling_table(answers, values, golds, ks, reps=compact.values.reps, combination=combination), names)
+    by_length = _decode(accuracy_by_length(answers, coded_lengths, on=("sample_id", "cot_index")), names, ("mode", "model"))
     return Evaluation(answers=None, accuracy=accuracy, majority=majority, mode=mode, sampling=sampling, lengths=lengths,
                       reasoning=reasoning_table(lengths), by_length=by_length, coded=answers, names=names,
                       answers_csv=written)
@@ -671,13 +696,15 @@ BY_LENGTH_COLUMNS = ["mode", "model", "unit", "bin", "length_low", "length_high"
                      "ci_low", "ci_high"]
 
 
-def accuracy_by_length(answers: pd.DataFrame, lengths: pd.DataFrame, bins: int = 4) -> pd.DataFrame:
+def accuracy_by_length(answers: pd.DataFrame, lengths: pd.DataFrame, bins: int = 4,
+                       on: Sequence[str] = ("dataset", "split", "sample_id", "cot_index")) -> pd.DataFrame:
     """Accuracy against reasoning length: per mode and model, the scored answers split at the quantiles of their
     CoTs' reasoning length (``bins`` groups, fewer when lengths repeat), each with its 95% Wilson interval.
-    CoTs cut off mid-thought are not scored (their rate is in :func:`reasoning_table`)."""
+    CoTs cut off mid-thought are not scored (their rate is in :func:`reasoning_table`).  ``on``: what joins an answer
+    to its CoT."""
     import pandas as pd
 
-    keys = ["dataset", "split", "sample_id", "cot_index"]
+    keys = list(on)
     scored = _scored(answers)
     if scored.empty or lengths.empty:
         return pd.DataFrame(columns=BY_LENGTH_COLUMNS)
@@ -768,7 +795,7 @@ ACCURACY_COLUMNS = ["n", "questions", "correct", "accuracy", "ci_low", "ci_high"
                     "contradictions"]
 
 
-def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
+def _accuracy_table(answers: pd.DataFrame, combination: Sequence[str] = COMBINATION) -> pd.DataFrame:
     """Accuracy per combination, scored per question.
 
     With one answer per question this is the binomial proportion and its Wilson interval.  With several
@@ -781,7 +808,7 @@ def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    keys = [*COMBINATION, "mode"]
+    keys = [*combination, "mode"]
     everything = answers
     answers = _scored(answers)
     if answers.empty:
@@ -852,6 +879,7 @@ def _questions_by_mode(
     golds: Any,
     ks: Sequence[int] | None,
     reps: Sequence[Any] | None = None,
+    combination: Sequence[str] = COMBINATION,
 ) -> Iterator[tuple[str, list[int], list[tuple[tuple[Any, ...], list[Any], list[bool], str, Any]]]]:
     """Per answer mode with some question sampled more than once: the ks to report (``ks``, or the defaults plus
     the largest sample count) and every question as ``(combination key, answers in file order, their correctness,
@@ -865,10 +893,11 @@ def _questions_by_mode(
         sub = answers[answers["mode"] == m]
         series = pd.Series(vals, index=sub.index, dtype=object if reps is None else None)
         sub = _scored(sub)
-        groups = sub.groupby([*COMBINATION, "sample_id"], sort=True, dropna=False).indices
-        if not groups or max(len(ix) for ix in groups.values()) < 2:
+        by_question = sub.groupby([*combination, "sample_id"], sort=True, dropna=False)
+        largest = int(by_question.size().max()) if len(sub) else 0
+        if largest < 2:
             continue
-        largest = max(len(ix) for ix in groups.values())
+        groups = by_question.indices
         wanted = sorted(k for k in set(ks or DEFAULT_KS) | ({largest} if ks is None else set()) if k >= 1)
         questions = []
         for gkey, ix in groups.items():
@@ -886,13 +915,14 @@ def _majority_table(
     golds: Any,
     ks: Sequence[int] | None,
     reps: Sequence[Any] | None = None,
+    combination: Sequence[str] = COMBINATION,
 ) -> pd.DataFrame:
     import pandas as pd
 
-    keys = [*COMBINATION, "mode", "k"]
+    keys = [*combination, "mode", "k"]
     columns = [*keys, "n", "correct", "accuracy", "ci_low", "ci_high"]
     rows: list[tuple[Any, ...]] = []
-    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks, reps):
+    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks, reps, combination):
         agg: dict[tuple[Any, ...], list[int]] = {}
         for ckey, ordered, _, t, gold in questions:
             for k in wanted:
@@ -973,6 +1003,7 @@ def sampling_table(
     ks: Sequence[int] | None,
     *,
     reps: Sequence[Any] | None = None,
+    combination: Sequence[str] = COMBINATION,
     resamples: int = 200,
     bootstrap_iters: int = 1000,
     seed: int = 0,
@@ -987,10 +1018,10 @@ def sampling_table(
     import numpy as np
     import pandas as pd
 
-    keys = [*COMBINATION, "mode", "k"]
+    keys = [*combination, "mode", "k"]
     columns = [*keys, *SAMPLING_COLUMNS]
     rows: list[tuple[Any, ...]] = []
-    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks, reps):
+    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks, reps, combination):
         per_cell: dict[tuple[Any, ...], dict[int, tuple[list[float], list[float], list[int]]]] = {}
         for ckey, ordered, correct, t, gold in questions:
             n, c = len(ordered), sum(correct)
@@ -1060,8 +1091,7 @@ def scored_entries(entries: Iterable[Any], result: Evaluation, *, mode: Mode = "
 
 
 def _verdicts(result: Evaluation, mode: Mode) -> Iterator[tuple[Any, Any]]:
-    frame = result.answers if result.answers is not None else result.coded
-    rows = frame.loc[frame["mode"] == mode, ["correct", "truncated"]]  # type: ignore[union-attr]
+    rows = result._answers_in(mode, scored_only=False)[["correct", "truncated"]]
     return iter(zip(rows["correct"].tolist(), rows["truncated"].tolist(), strict=True))
 
 
