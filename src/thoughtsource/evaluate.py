@@ -290,6 +290,7 @@ def evaluate_frame(
     memo: bool = True,
     think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS,
     answers_csv: str | os.PathLike[str] | None = None,
+    keep_answers: bool = True,
 ) -> Evaluation:
     """Extract and score every answer in every mode; accuracy per combination; maj@k self-consistency.
 
@@ -306,14 +307,16 @@ def evaluate_frame(
     (what :func:`write_tables` writes as ``answers.csv``; not written when there are no answers) instead of being kept:
     ``Evaluation.answers`` is None and ``extractions`` empty, and every other table is computed from compact arrays of
     small ints (a few dozen bytes per answer, see :class:`_Compact`).  The tables are those of the default path.
+    ``keep_answers=False`` does the same without writing the per-answer table anywhere.
     """
     import pandas as pd
 
     for m in (*modes, mode):
         if m not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {m!r}")
-    if answers_csv is not None:
-        return _evaluate_compact(collection, modes, mode, ks, memo, think_tags, Path(answers_csv))
+    if answers_csv is not None or not keep_answers:
+        return _evaluate_compact(collection, modes, mode, ks, memo, think_tags,
+                                 Path(answers_csv) if answers_csv is not None else None)
     meta: dict[str, list[Any]] = {k: [] for k in _META}
     per_mode: dict[str, dict[str, list[Any]]] = {
         m: {k: [] for k in ("pred", "rule", "correct", "f1", "contradicts_thinking")} for m in modes
@@ -615,11 +618,12 @@ class _AnswersCsv:
 
 
 def _evaluate_compact(collection: SampleSource, modes: Sequence[Mode], mode: Mode, ks: Sequence[int] | None, memo: bool,
-                      think_tags: tuple[str, str] | None, answers_csv: Path) -> Evaluation:
-    """:func:`evaluate_frame` with ``answers_csv``: one pass, the answers table written as it goes, the other tables
+                      think_tags: tuple[str, str] | None, answers_csv: Path | None) -> Evaluation:
+    """:func:`evaluate_frame` with ``answers_csv`` or ``keep_answers=False``: one pass, the answers table written as it
+    goes (or not at all), the other tables
     computed by the same functions over :class:`_Compact`'s codes, then given their strings back."""
     compact = _Compact(modes)
-    table = _AnswersCsv(answers_csv, modes)
+    table = _AnswersCsv(answers_csv, modes) if answers_csv is not None else None
     cache = _Memo(MEMO_SIZE) if memo else None
     done = False
     try:
@@ -627,11 +631,12 @@ def _evaluate_compact(collection: SampleSource, modes: Sequence[Mode], mode: Mod
             source, truncated, scored = _score(cache, sample, gold, cot, ans, modes, think_tags)
             combination = (d, s, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger), str(ans.answer_extraction))
             compact.add_answer(combination, compact.questions((d, s, sample.id)), ci, truncated, scored)
-            table.add((d, s, sample.id, sample.type, *combination[2:], ci, cot.id, ans.id, source), truncated,
-                      ans.correct_answer, scored)
+            if table is not None:
+                table.add((d, s, sample.id, sample.type, *combination[2:], ci, cot.id, ans.id, source), truncated,
+                          ans.correct_answer, scored)
         done = True
     finally:
-        written = table.close(keep=done)
+        written = table.close(keep=done) if table is not None else None
     answers, coded_lengths, lengths, names, golds = compact.frames()
     values = {code: answers.loc[answers["mode"] == code, "value"].to_numpy() for code in range(len(names["mode"]))}
     combination = ("combination",)

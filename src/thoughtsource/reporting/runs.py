@@ -158,14 +158,16 @@ def merge_folder(folder: str | os.PathLike[str] | Sequence[str | os.PathLike[str
 
 def evaluate_folder(folder: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], pattern: str = "*.json", *,
                     mode: Literal["strict", "flexible"] = "strict") -> pd.DataFrame:
-    """The accuracy table of every file of a folder (or of several files and folders), one block per file (column ``file``)."""
+    """The accuracy table of every file of a folder (or of several files and folders), one block per file (column ``file``).
+    Each file is read a sample at a time and scored without a per-answer table: memory does not follow the files."""
     import pandas as pd
 
     from ..evaluate import evaluate_frame
+    from ..io import FileSamples
 
     tables = []
     for path in _files(folder, pattern):
-        acc = evaluate_frame(_collection(path), modes=(mode,), mode=mode).accuracy
+        acc = evaluate_frame(FileSamples(path), modes=(mode,), mode=mode, keep_answers=False).accuracy
         tables.append(acc.assign(file=path.name)[["file", *acc.columns]])
     return pd.concat(tables, ignore_index=True)
 
