@@ -68,6 +68,7 @@ __all__ = [
     "reasoning_table",
     "sampling_table",
     "scored_entries",
+    "scored_samples",
     "set_correct_answers",
     "wilson_interval",
     "wilson_intervals",
@@ -1093,6 +1094,18 @@ def scored_entries(entries: Iterable[Any], result: Evaluation, *, mode: Mode = "
                 for ans in cot.answers:
                     _set_verdict(ans, *next(verdicts), overwrite)
         yield e
+
+
+def scored_samples(samples: Iterable[tuple[str, str, Any]], result: Evaluation, *, mode: Mode = "strict",
+                   overwrite: bool = True) -> Iterator[tuple[str, str, Any]]:
+    """:func:`set_correct_answers` over a stream of ``(dataset, split, sample)`` (a file ``result`` was computed from,
+    read again in the same order): each sample with its verdicts set."""
+    verdicts = _verdicts(result, mode)
+    for d, s, sample in samples:
+        for cot in sample.generated_cot:
+            for ans in cot.answers:
+                _set_verdict(ans, *next(verdicts), overwrite)
+        yield d, s, sample
 
 
 def _verdicts(result: Evaluation, mode: Mode) -> Iterator[tuple[Any, Any]]:
