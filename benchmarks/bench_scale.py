@@ -1,5 +1,6 @@
-"""Files larger than memory: peak RSS and wall time of ``info``, ``validate``, ``convert`` and ``evaluate`` (streaming,
-issue 33) against the in-memory path they replaced (``Collection.load`` then the same work), in the same run.
+"""Files larger than memory: peak RSS and wall time of ``info``, ``validate``, ``convert``, ``evaluate`` and
+``training-data sft`` (streaming, issue 33) against the in-memory path they replaced (``Collection.load`` then the same
+work), in the same run.
 
 Inputs are built from the released GPT-3.5 run of ``thoughtsource_examples`` (its samples with new ids, real texts):
 ``--kind cots`` as released (~3 generated CoTs of ~1 KB per sample), ``--kind traces`` with each CoT repeated to
@@ -38,6 +39,11 @@ IN_MEMORY = {  # the code each command ran before it streamed
     "validate": "from thoughtsource.collection import Collection; Collection.load({f!r}, validate=True)",
     "convert": "from thoughtsource.collection import Collection; Collection.load({f!r}).to_jsonl({out!r})",
     "evaluate": "from thoughtsource.collection import Collection; c = Collection.load({f!r})\n{evaluate}",
+    # every record built from the loaded file, then one Parquet table
+    "training-data": ("from collections import Counter\nimport pyarrow as pa, pyarrow.parquet as pq\n"
+                      "from thoughtsource import training_data as td\n"
+                      "r = list(td.sft_records(td.load_sources([{f!r}]), left_out=Counter(), all_cots=True, "
+                      "include_eval_splits=True))\npq.write_table(pa.Table.from_pylist(r), {td!r})"),
 }
 EVALUATE = """from thoughtsource.evaluate import evaluate_frame, write_tables
 from thoughtsource.reporting.results import results_document, write_results
@@ -47,7 +53,7 @@ write_tables(r, {ev!r})"""
 STREAMING = {  # commands measured as code, not through the CLI
     "evaluate": "from thoughtsource.io import FileSamples; c = FileSamples({f!r})\n{evaluate}",
 }
-COMMANDS = ("info", "validate", "convert", "evaluate")
+COMMANDS = ("info", "validate", "convert", "evaluate", "training-data")
 
 
 def build(src: Path, out: Path, mb: int, kind: str) -> Replicated:
@@ -96,7 +102,7 @@ def main() -> None:
                 out = work / "out.jsonl"
                 ev = work / "ev"
                 ev.mkdir(exist_ok=True)
-                fill = {"f": str(path), "out": str(out), "ev": str(ev)}
+                fill = {"f": str(path), "out": str(out), "ev": str(ev), "td": str(work / "td.parquet")}
                 code = EVALUATE.format(kw="", **fill)
                 if command in STREAMING:
                     streamed = EVALUATE.format(kw=f", answers_csv={str(ev / 'answers.csv')!r}", **fill)
@@ -104,6 +110,9 @@ def main() -> None:
                 else:
                     argv = [py, "-m", "thoughtsource", "-q", command, str(path)]
                     argv += [str(out), "--to", "jsonl"] if command == "convert" else []
+                    if command == "training-data":  # sft of every CoT (the released runs' splits are test splits)
+                        argv[-2:] = ["training-data", "sft", str(path), "--out", str(work / "td"), "--force", "--all-cots",
+                                     "--include-eval-splits"]
                 rss, wall, ok = measure(argv)
                 assert ok, argv
                 mem = "not run (input too large)"
