@@ -69,13 +69,14 @@ def test_generate_entries_refuses_what_needs_the_whole_collection(examples_dir: 
 
 @pytest.mark.slow
 def test_streamed_generate_finishes_under_a_memory_cap_that_loading_exceeds(examples_dir: Path, tmp_path: Path) -> None:
-    """50,000 real WorldTree samples (the unit file's, new ids; 140 MB) generated for with the mock backend under
+    """100,000 real WorldTree samples (the unit file's 100, new ids; 68 MB) generated for with the mock backend under
     RLIMIT_AS of 700 MB: every CoT and answer is written.  The in-memory path (load, plan every request, attach,
-    dump) runs out of memory under the same cap."""
+    dump) runs out of memory under the same cap (measured on 10,000 samples: 57 MB peak RSS streamed, 134 MB loaded,
+    growing ~8 KB a sample)."""
     obj = json.loads((examples_dir / WORLDTREE).read_text())
     xs = [x for split in obj["worldtree"].values() for x in split]
     big = tmp_path / "big.json"
-    n = 50_000
+    n = 100_000
     with big.open("w", encoding="utf-8") as fh:
         fh.write('{"worldtree": {"train": [')
         fh.write(",".join(json.dumps(dict(xs[i % len(xs)], id=f"wt-{i}")) for i in range(n)))
