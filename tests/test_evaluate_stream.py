@@ -60,6 +60,16 @@ def _self_consistency(src: Path, out: Path, copies: int = 4) -> Path:
     return out
 
 
+def _self_consistency_as(fmt: str, examples_dir: Path, tmp_path: Path) -> Path:
+    """:func:`_self_consistency` of the released GPT-3.5 run in ``fmt`` (json, jsonl or a parquet folder)."""
+    f = _self_consistency(examples_dir / GPT35_RUN, tmp_path / "sc.json")
+    if fmt == "json":
+        return f
+    g = tmp_path / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
+    Collection.load(f).to_jsonl(g) if fmt == "jsonl" else Collection.load(f).to_parquet(g)
+    return g
+
+
 def test_streamed_evaluate_equals_in_memory_on_every_real_run(examples_dir: Path) -> None:
     files = _real_files(examples_dir)
     assert len(files) >= 4
@@ -71,11 +81,7 @@ def test_streamed_evaluate_equals_in_memory_on_every_real_run(examples_dir: Path
 def test_streamed_self_consistency_equals_in_memory(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
     """maj@k and pass@k score each question against its gold: over a re-read file the samples are new objects whose
     ``id()`` is reused, so the gold must not be looked up by ``id(sample)`` (before, the streamed tables were wrong)."""
-    f = _self_consistency(examples_dir / GPT35_RUN, tmp_path / "sc.json")
-    if fmt != "json":
-        g = tmp_path / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
-        Collection.load(f).to_jsonl(g) if fmt == "jsonl" else Collection.load(f).to_parquet(g)
-        f = g
+    f = _self_consistency_as(fmt, examples_dir, tmp_path)
     mem = evaluate_frame(Collection.load(f), ks=[1, 2, 3, 4])
     assert not mem.majority.empty and mem.sampling is not None and not mem.sampling.empty
     assert 0 < mem.majority["accuracy"].max() < 1
@@ -118,11 +124,7 @@ def test_compact_evaluate_equals_the_per_answer_one_on_every_real_run(examples_d
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "parquet"])
 def test_compact_self_consistency_equals_the_per_answer_one(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
     """maj@k and pass@k from value codes and per-question golds: the same tables as from the answers' values."""
-    f = _self_consistency(examples_dir / GPT35_RUN, tmp_path / "sc.json")
-    if fmt != "json":
-        g = tmp_path / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
-        Collection.load(f).to_jsonl(g) if fmt == "jsonl" else Collection.load(f).to_parquet(g)
-        f = g
+    f = _self_consistency_as(fmt, examples_dir, tmp_path)
     loaded = evaluate_frame(Collection.load(f), ks=[1, 2, 3, 4])
     assert not loaded.majority.empty and loaded.sampling is not None and not loaded.sampling.empty
     csv = tmp_path / "ev" / "answers.csv"

@@ -26,18 +26,10 @@ FLAGS = ["--backend", "mock", "--triggers", "kojima-01,none", "--extractions", "
 CONFIG = {"backend": "mock", "cot_trigger_keys": ["kojima-01", "none"], "answer_extraction_keys": ["auto"]}
 
 
-def _without_dates(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text())
-    for splits in data.values():
-        for samples in splits.values():
-            for x in samples:
-                for g in x["generated_cot"]:
-                    g.pop("date")
-    return data
 
 
 def test_streamed_generate_writes_what_the_in_memory_path_writes(examples_dir: Path, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                 monkeypatch: pytest.MonkeyPatch, without_dates: Any) -> None:
     """Every sample of a real file (its three splits), 7 samples a chunk: the file the in-memory path writes (dates
     aside), with the same report; run again on the same store, no call and the same file."""
     src = examples_dir / WORLDTREE
@@ -49,7 +41,7 @@ def test_streamed_generate_writes_what_the_in_memory_path_writes(examples_dir: P
     c = Collection.load(src)
     report = generate(c, CONFIG, store=tmp_path / "ref.sqlite", progress=False)
     c.dump(tmp_path / "loaded.json")
-    assert _without_dates(out) == _without_dates(tmp_path / "loaded.json")
+    assert without_dates(out) == without_dates(tmp_path / "loaded.json")
     assert summary["samples"] == len(c) and summary["cot_requests"] == report.cot_requests > 100
     assert (summary["called"], summary["attached_cots"], summary["attached_answers"]) == (
         report.called, report.attached_cots, report.attached_answers)
@@ -58,7 +50,7 @@ def test_streamed_generate_writes_what_the_in_memory_path_writes(examples_dir: P
     assert r.exit_code == 0, r.output
     again = json.loads(r.stdout)
     assert again["called"] == 0 and again["attached_cots"] == 0 and again["cached"] == report.cot_requests + report.answer_requests
-    assert _without_dates(tmp_path / "again.json") == _without_dates(out)
+    assert without_dates(tmp_path / "again.json") == without_dates(out)
 
 
 def test_generate_entries_refuses_what_needs_the_whole_collection(examples_dir: Path, tmp_path: Path) -> None:
