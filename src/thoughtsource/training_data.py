@@ -691,13 +691,15 @@ def _record_model(format: str, r: dict[str, Any]) -> str:
 #: time, the Parquet file written RECORD_BATCH records at a time); the others build their records first.
 STREAMED = ("sft", "messages")
 RECORD_BATCH = 4096
+#: ... or fewer: a batch ends when its texts reach this many characters (800 records of 20 KB reasoning traces)
+BATCH_CHARS = 16_000_000
 
 
 def _write_folder(out: Path, records: Iterable[dict[str, Any]], card: Callable[[int], str], *, jsonl: bool,
                   streamed: bool = False) -> None:
     """Write data, then ``card(number of records)``, into a temp folder beside ``out``, then rename it into place (an
-    old ``out`` goes last).  ``streamed``: the Parquet file is written a batch of records at a time (row groups of
-    :data:`RECORD_BATCH`; the schema is the first batch's)."""
+    old ``out`` goes last).  ``streamed``: the Parquet file is written a batch of records at a time (a row group of at
+    most :data:`RECORD_BATCH` records and :data:`BATCH_CHARS` characters of text; the schema is the first batch's)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
@@ -721,7 +723,7 @@ def _write_folder(out: Path, records: Iterable[dict[str, Any]], card: Callable[[
             else:
                 writer = None
                 try:
-                    for batch in _batches(records, RECORD_BATCH):
+                    for batch in _batches(records, RECORD_BATCH, BATCH_CHARS):
                         table = pa.Table.from_pylist(batch, schema=writer.schema if writer is not None else None)
                         writer = writer or pq.ParquetWriter(path, table.schema)
                         writer.write_table(table)
@@ -745,13 +747,18 @@ def _write_folder(out: Path, records: Iterable[dict[str, Any]], card: Callable[[
         raise
 
 
-def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
+def _batches(records: Iterable[dict[str, Any]], size: int, chars: int) -> Iterator[list[dict[str, Any]]]:
+    """Lists of at most ``size`` records and about ``chars`` characters of text (a record's strings, and those of its
+    lists of messages)."""
+    batch: list[dict[str, Any]] = []
+    held = 0
+    for r in records:
+        batch.append(r)
+        held += sum(len(v) if isinstance(v, str) else sum(len(str(m)) for m in v) if isinstance(v, list) else 0
+                    for v in r.values())
+        if len(batch) == size or held >= chars:
             yield batch
-            batch = []
+            batch, held = [], 0
     if batch:
         yield batch
 
