@@ -18,7 +18,7 @@ from thoughtsource.collection import Collection
 from thoughtsource.evaluate import Evaluation, _verdicts, evaluate_frame, set_correct_answers, write_tables
 from thoughtsource.io import FileSamples
 from thoughtsource.reporting.results import results_document, write_results
-from thoughtsource.testing.scale import write_replicated
+from thoughtsource.testing.scale import run_capped, run_cli_capped, write_replicated
 
 runner = CliRunner()
 RUNS = "model_runs"
@@ -223,20 +223,15 @@ def test_evaluate_of_short_cots_finishes_under_a_cap_the_per_answer_path_exceeds
     big = tmp_path / "short.json"
     written = write_replicated(obj, big, 300 << 20)
     assert written.answers > 200_000
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    cap = f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({CAP_MB << 20}, {CAP_MB << 20}))\n"
     out = tmp_path / "ev"
-    prog = cap + (f"from thoughtsource.cli import main; sys.argv = ['thoughtsource', 'evaluate', {str(big)!r}, '--out', "
-                  f"{str(out)!r}]\nmain()")
-    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=900, env=env)
+    p = run_cli_capped(["evaluate", str(big), "--out", str(out)], CAP_MB)
     assert p.returncode == 0, p.stderr[-3000:]
     doc = json.loads((out / "results.json").read_text())
     assert sum(c["n"] for c in doc["thoughtsource"]["cells"] if c["mode"] == "strict") == written.answers
     with open(out / "answers.csv", encoding="utf-8") as fh:
         assert sum(1 for _ in fh) == 1 + 2 * written.answers  # no answer text spans lines in this run
     old = tmp_path / "old"
-    prog = cap + ("from thoughtsource.evaluate import evaluate_frame, write_tables\n"
-                  "from thoughtsource.io import FileSamples\n"
-                  f"write_tables(evaluate_frame(FileSamples({str(big)!r})), {str(old)!r})")
-    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=900, env=env)
+    p = run_capped("from thoughtsource.evaluate import evaluate_frame, write_tables\n"
+                   "from thoughtsource.io import FileSamples\n"
+                   f"write_tables(evaluate_frame(FileSamples({str(big)!r})), {str(old)!r})", CAP_MB)
     assert p.returncode != 0 and "MemoryError" in p.stderr, p.stderr[-3000:]

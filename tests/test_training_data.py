@@ -461,21 +461,12 @@ def test_sft_export_finishes_under_a_memory_cap_that_loading_exceeds(gpt35: Path
     """``training-data sft`` of a 300 MB run (215,000 short real CoTs, unmarked: each is judged) under RLIMIT_AS of
     700 MB; before, the file was loaded whole (``Collection.load`` of it alone needs ~1.4 GB) and every record built
     before the Parquet file was written."""
-    import os
-    import subprocess
-    import sys
-
-    from thoughtsource.testing.scale import write_replicated
+    from thoughtsource.testing.scale import run_cli_capped, write_replicated
 
     big = tmp_path / "big.json"
     written = write_replicated(json.loads(gpt35.read_text()), big, 300 << 20)
     out = tmp_path / "sft"
-    cap = 700 << 20
-    prog = (f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))\n"
-            f"from thoughtsource.cli import main; sys.argv = ['thoughtsource', 'training-data', 'sft', {str(big)!r}, "
-            f"'--out', {str(out)!r}, '--all-cots', '--include-eval-splits']\nmain()")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=900, env=env)
+    p = run_cli_capped(["training-data", "sft", str(big), "--out", str(out), "--all-cots", "--include-eval-splits"], 700)
     assert p.returncode == 0, p.stderr[-3000:]
     import pyarrow.parquet as pq
 

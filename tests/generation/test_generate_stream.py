@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ from thoughtsource.collection import Collection
 from thoughtsource.errors import ConfigError
 from thoughtsource.generation import GenerateReport, generate, generate_entries
 from thoughtsource.io import iter_entries
+from thoughtsource.testing.scale import run_capped, run_cli_capped
 
 runner = CliRunner()
 WORLDTREE = "tests_unit_data/worldtree_100_dataset.json"
@@ -73,21 +71,14 @@ def test_streamed_generate_finishes_under_a_memory_cap_that_loading_exceeds(exam
         fh.write('{"worldtree": {"train": [')
         fh.write(",".join(json.dumps(dict(xs[i % len(xs)], id=f"wt-{i}")) for i in range(n)))
         fh.write("]}}")
-    cap = 700 << 20
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     out = tmp_path / "out.json"
-    prog = (f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))\n"
-            f"from thoughtsource.cli import main; sys.argv = ['thoughtsource', '-q', 'generate', '--file', {str(big)!r}, "
-            f"'--backend', 'mock', '--triggers', 'kojima-01', '--db', {str(tmp_path / 's.sqlite')!r}, "
-            f"'--out', {str(out)!r}, '--json']\nmain()")
-    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=1200, env=env)
+    p = run_cli_capped(["-q", "generate", "--file", str(big), "--backend", "mock", "--triggers", "kojima-01", "--db",
+                        str(tmp_path / "s.sqlite"), "--out", str(out), "--json"], 700, timeout=1200)
     assert p.returncode == 0, p.stderr[-3000:]
     summary = json.loads(p.stdout)
     assert summary["samples"] == n and summary["attached_cots"] == n and summary["errors"] == 0
-    prog = (f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))\n"
-            "from thoughtsource.collection import Collection\nfrom thoughtsource.generation import generate\n"
-            f"c = Collection.load({str(big)!r})\n"
-            f"generate(c, backend='mock', cot_trigger_keys=['kojima-01'], store={str(tmp_path / 's.sqlite')!r}, progress=False)\n"
-            f"c.dump({str(tmp_path / 'loaded.json')!r})")
-    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=1200, env=env)
+    p = run_capped("from thoughtsource.collection import Collection\nfrom thoughtsource.generation import generate\n"
+                   f"c = Collection.load({str(big)!r})\n"
+                   f"generate(c, backend='mock', cot_trigger_keys=['kojima-01'], store={str(tmp_path / 's.sqlite')!r}, "
+                   f"progress=False)\nc.dump({str(tmp_path / 'loaded.json')!r})", 700, timeout=1200)
     assert p.returncode != 0 and "MemoryError" in p.stderr, p.stderr[-3000:]

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +26,7 @@ from thoughtsource.reporting.runs import (
     length_outliers,
     merge_folder,
 )
-from thoughtsource.testing.scale import write_replicated
+from thoughtsource.testing.scale import run_cli_capped, write_replicated
 
 FLAN = "thoughtsource_67_huggingface_endpoint_flan-T5-xxl_None_None-kojima-01-zhou-01.json"
 GPT35 = "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
@@ -111,12 +108,7 @@ def test_runs_evaluate_finishes_under_a_memory_cap_that_loading_exceeds(runs: Pa
     folder.mkdir()
     written = write_replicated(json.loads((runs / GPT35).read_text()), folder / "big.json", 300 << 20)
     shutil.copy(runs / FLAN, folder / FLAN)
-    cap = 700 << 20
-    prog = (f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))\n"
-            f"from thoughtsource.cli import main; sys.argv = ['thoughtsource', 'runs', 'evaluate', {str(folder)!r}, '--json']\n"
-            "main()")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=900, env=env)
+    p = run_cli_capped(["runs", "evaluate", str(folder), "--json"], 700)
     assert p.returncode == 0, p.stderr[-3000:]
     rows = json.loads(p.stdout)
     assert sum(r["n"] for r in rows if r["file"] == "big.json") == written.answers

@@ -186,22 +186,13 @@ def test_stats_of_a_file_read_a_sample_at_a_time_equal_those_of_the_loaded_file(
 def test_stats_of_a_file_finish_under_a_memory_cap_that_loading_exceeds(examples_dir: Path, tmp_path: Path):
     """``stats --file`` on a 300 MB run (71,700 samples, 215,000 short real CoTs) under RLIMIT_AS of 700 MB; before,
     the file was loaded whole (``Collection.load`` of it alone needs ~1.4 GB)."""
-    import os
-    import subprocess
-    import sys
-
-    from thoughtsource.testing.scale import write_replicated
+    from thoughtsource.testing.scale import run_cli_capped, write_replicated
 
     run = "model_runs/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
     big = tmp_path / "big.json"
     written = write_replicated(json.loads((examples_dir / run).read_text()), big, 300 << 20)
-    cap = 700 << 20
     out = tmp_path / "out"
-    prog = (f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))\n"
-            f"from thoughtsource.cli import main; sys.argv = ['thoughtsource', 'stats', '--file', {str(big)!r}, "
-            f"'--out', {str(out)!r}, '--no-plots']\nmain()")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=900, env=env)
+    p = run_cli_capped(["stats", "--file", str(big), "--out", str(out), "--no-plots"], 700)
     assert p.returncode == 0, p.stderr[-3000:]
     data = json.loads((out / "stats.json").read_text())
     assert sum(r["samples"] for r in data["counts"]) == written.samples
