@@ -1,5 +1,6 @@
-"""Files larger than memory: peak RSS and wall time of ``info``, ``validate``, ``convert`` and ``evaluate`` (streaming,
-issue 33) against the in-memory path they replaced (``Collection.load`` then the same work), in the same run.
+"""Files larger than memory: peak RSS and wall time of ``info``, ``validate``, ``convert``, ``evaluate`` and
+``training-data sft`` (streaming, issue 33) against the in-memory path they replaced (``Collection.load`` then the same
+work), in the same run.
 
 Inputs are built from the released GPT-3.5 run of ``thoughtsource_examples`` (its samples with new ids, real texts):
 ``--kind cots`` as released (~3 generated CoTs of ~1 KB per sample), ``--kind traces`` with each CoT repeated to
@@ -10,8 +11,11 @@ Inputs are built from the released GPT-3.5 run of ``thoughtsource_examples`` (it
     python benchmarks/bench_scale.py --mb 200 --kind cots --skip-memory-path-over 2000
     python benchmarks/bench_scale.py --mb 200 --kind cots --commands evaluate
 
-``evaluate`` is measured as the same code on both paths (score every answer, results.json, the CSV and Markdown tables;
-no plots, nothing printed), over ``io.FileSamples`` (streaming) or ``Collection.load`` (in memory).
+``evaluate`` is measured as the code of the command (score every answer, results.json, the CSV and Markdown tables;
+no plots, nothing printed): streaming, over ``io.FileSamples`` with ``answers_csv`` (answers.csv written as it goes, the
+other tables from compact per-answer codes); in memory, over ``Collection.load`` with the per-answer DataFrame.
+
+    python benchmarks/bench_scale.py --mb 1500 --kind cots --commands evaluate --formats json --skip-memory-path-over 0
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from thoughtsource.testing.scale import write_replicated
+from thoughtsource.testing.scale import Replicated, write_replicated
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "thoughtsource_examples/model_runs/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
@@ -35,22 +39,27 @@ IN_MEMORY = {  # the code each command ran before it streamed
     "validate": "from thoughtsource.collection import Collection; Collection.load({f!r}, validate=True)",
     "convert": "from thoughtsource.collection import Collection; Collection.load({f!r}).to_jsonl({out!r})",
     "evaluate": "from thoughtsource.collection import Collection; c = Collection.load({f!r})\n{evaluate}",
+    # every record built from the loaded file, then one Parquet table
+    "training-data": ("from collections import Counter\nimport pyarrow as pa, pyarrow.parquet as pq\n"
+                      "from thoughtsource import training_data as td\n"
+                      "r = list(td.sft_records(td.load_sources([{f!r}]), left_out=Counter(), all_cots=True, "
+                      "include_eval_splits=True))\npq.write_table(pa.Table.from_pylist(r), {td!r})"),
 }
 EVALUATE = """from thoughtsource.evaluate import evaluate_frame, write_tables
 from thoughtsource.reporting.results import results_document, write_results
-r = evaluate_frame(c)
+r = evaluate_frame(c{kw})
 write_results({ev!r} + '/results.json', results_document(r, c, file={f!r}, mode='strict', ks=None, out_dir={ev!r}))
 write_tables(r, {ev!r})"""
 STREAMING = {  # commands measured as code, not through the CLI
     "evaluate": "from thoughtsource.io import FileSamples; c = FileSamples({f!r})\n{evaluate}",
 }
-COMMANDS = ("info", "validate", "convert", "evaluate")
+COMMANDS = ("info", "validate", "convert", "evaluate", "training-data")
 
 
-def build(src: Path, out: Path, mb: int, kind: str) -> int:
+def build(src: Path, out: Path, mb: int, kind: str) -> Replicated:
     """A ThoughtSource JSON file of about ``mb`` MB from the samples of ``src``, one split per released split."""
     collection = json.loads(src.read_text())
-    return write_replicated(collection, out, mb << 20, trace_chars=20_000 if kind == "traces" else None).samples
+    return write_replicated(collection, out, mb << 20, trace_chars=20_000 if kind == "traces" else None)
 
 
 def measure(code: list[str]) -> tuple[float, float, bool]:
@@ -71,6 +80,7 @@ def main() -> None:
     ap.add_argument("--skip-memory-path-over", type=int, default=4000,
                     help="do not run the in-memory path on inputs over this many MB (it needs ~6x the file)")
     ap.add_argument("--commands", default=",".join(COMMANDS), help=f"comma-separated, of {', '.join(COMMANDS)}")
+    ap.add_argument("--formats", default="json,jsonl,parquet", help="comma-separated, of json, jsonl, parquet")
     args = ap.parse_args()
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="bench_scale.", dir=REPO.parent) as tmp:
@@ -78,9 +88,11 @@ def main() -> None:
         js = work / "big.json"
         t = time.perf_counter()
         n = build(args.data / RUN, js, args.mb, args.kind)
-        print(f"built {js.stat().st_size / 1e6:.0f} MB, {n} samples ({args.kind}) in {time.perf_counter() - t:.1f} s")
-        inputs = {"json": js, "jsonl": work / "big.jsonl", "parquet": work / "pq"}
-        for fmt, path in (("jsonl", inputs["jsonl"]), ("parquet", inputs["parquet"])):
+        print(f"built {js.stat().st_size / 1e6:.0f} MB: {n.samples:,} samples, {n.cots:,} CoTs, {n.answers:,} answers "
+              f"({args.kind}) in {time.perf_counter() - t:.1f} s", flush=True)
+        formats = args.formats.split(",")
+        inputs = {f: p for f, p in (("json", js), ("jsonl", work / "big.jsonl"), ("parquet", work / "pq")) if f in formats}
+        for fmt, path in ((f, p) for f, p in inputs.items() if f != "json"):
             subprocess.run([py, "-m", "thoughtsource", "-q", "convert", str(js), str(path), "--to", fmt], check=True)
         print("| input | command | streaming: peak RSS, wall | in memory: peak RSS, wall | time ratio |")
         print("|---|---|---|---|---|")
@@ -90,13 +102,17 @@ def main() -> None:
                 out = work / "out.jsonl"
                 ev = work / "ev"
                 ev.mkdir(exist_ok=True)
-                fill = {"f": str(path), "out": str(out), "ev": str(ev)}
-                code = EVALUATE.format(**fill)
+                fill = {"f": str(path), "out": str(out), "ev": str(ev), "td": str(work / "td.parquet")}
+                code = EVALUATE.format(kw="", **fill)
                 if command in STREAMING:
-                    argv = [py, "-c", STREAMING[command].format(evaluate=code, **fill)]
+                    streamed = EVALUATE.format(kw=f", answers_csv={str(ev / 'answers.csv')!r}", **fill)
+                    argv = [py, "-c", STREAMING[command].format(evaluate=streamed, **fill)]
                 else:
                     argv = [py, "-m", "thoughtsource", "-q", command, str(path)]
                     argv += [str(out), "--to", "jsonl"] if command == "convert" else []
+                    if command == "training-data":  # sft of every CoT (the released runs' splits are test splits)
+                        argv[-2:] = ["training-data", "sft", str(path), "--out", str(work / "td"), "--force", "--all-cots",
+                                     "--include-eval-splits"]
                 rss, wall, ok = measure(argv)
                 assert ok, argv
                 mem = "not run (input too large)"

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from thoughtsource.cli import app
 from thoughtsource.collection import Collection
-from thoughtsource.evaluate import Evaluation, evaluate_frame, set_correct_answers, write_tables
+from thoughtsource.evaluate import Evaluation, _verdicts, evaluate_frame, set_correct_answers, write_tables
 from thoughtsource.io import FileSamples
 from thoughtsource.reporting.results import results_document, write_results
-from thoughtsource.testing.scale import write_replicated
+from thoughtsource.testing.scale import run_capped, run_cli_capped, write_replicated
 
 runner = CliRunner()
 RUNS = "model_runs"
@@ -60,6 +60,16 @@ def _self_consistency(src: Path, out: Path, copies: int = 4) -> Path:
     return out
 
 
+def _self_consistency_as(fmt: str, examples_dir: Path, tmp_path: Path) -> Path:
+    """:func:`_self_consistency` of the released GPT-3.5 run in ``fmt`` (json, jsonl or a parquet folder)."""
+    f = _self_consistency(examples_dir / GPT35_RUN, tmp_path / "sc.json")
+    if fmt == "json":
+        return f
+    g = tmp_path / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
+    Collection.load(f).to_jsonl(g) if fmt == "jsonl" else Collection.load(f).to_parquet(g)
+    return g
+
+
 def test_streamed_evaluate_equals_in_memory_on_every_real_run(examples_dir: Path) -> None:
     files = _real_files(examples_dir)
     assert len(files) >= 4
@@ -71,15 +81,54 @@ def test_streamed_evaluate_equals_in_memory_on_every_real_run(examples_dir: Path
 def test_streamed_self_consistency_equals_in_memory(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
     """maj@k and pass@k score each question against its gold: over a re-read file the samples are new objects whose
     ``id()`` is reused, so the gold must not be looked up by ``id(sample)`` (before, the streamed tables were wrong)."""
-    f = _self_consistency(examples_dir / GPT35_RUN, tmp_path / "sc.json")
-    if fmt != "json":
-        g = tmp_path / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
-        Collection.load(f).to_jsonl(g) if fmt == "jsonl" else Collection.load(f).to_parquet(g)
-        f = g
+    f = _self_consistency_as(fmt, examples_dir, tmp_path)
     mem = evaluate_frame(Collection.load(f), ks=[1, 2, 3, 4])
     assert not mem.majority.empty and mem.sampling is not None and not mem.sampling.empty
     assert 0 < mem.majority["accuracy"].max() < 1
     _assert_same(mem, evaluate_frame(FileSamples(f), ks=[1, 2, 3, 4]))
+
+
+def _assert_compact_same(loaded: Evaluation, compact: Evaluation, answers_csv: Path) -> None:
+    """``evaluate_frame(..., answers_csv=...)`` (compact codes, the table written as it goes) against the per-answer
+    DataFrame path: every table, answers.csv, the pooled accuracies and the verdicts ``--scored`` writes."""
+    assert compact.answers is None and not compact.extractions
+    assert answers_csv.read_text() == loaded.answers.to_csv(index=False)
+    for name in ("accuracy", "majority", "sampling", "lengths", "reasoning", "by_length"):
+        x, y = getattr(loaded, name), getattr(compact, name)
+        assert (x is None) == (y is None), name
+        if x is not None:
+            pd.testing.assert_frame_equal(x, y, check_dtype=False, obj=name)
+    for m in ("strict", "flexible"):
+        assert compact.by_model(m) == loaded.by_model(m)
+        assert compact.pooled_cells(m) == loaded.pooled_cells(m)
+        assert list(_verdicts(compact, m)) == list(_verdicts(loaded, m))
+
+
+def test_compact_evaluate_equals_the_per_answer_one_on_every_real_run(examples_dir: Path, tmp_path: Path) -> None:
+    """What the ``evaluate`` command now runs (``answers_csv=``: no per-answer DataFrame) gives what the per-answer path
+    gave, on every real run and annotated file; a file without answers writes no answers.csv."""
+    files = sorted((examples_dir / RUNS).glob("*.json")) + sorted((examples_dir / "annotated").glob("*.json"))
+    compared = 0
+    for i, f in enumerate(files):
+        csv = tmp_path / str(i) / "answers.csv"
+        loaded, compact = evaluate_frame(Collection.load(f)), evaluate_frame(FileSamples(f), answers_csv=csv)
+        if loaded.answers.empty:
+            assert compact.empty and compact.answers_csv is None and not csv.parent.exists()
+            continue
+        assert compact.answers_csv == csv
+        _assert_compact_same(loaded, compact, csv)
+        compared += 1
+    assert compared >= 8
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "parquet"])
+def test_compact_self_consistency_equals_the_per_answer_one(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
+    """maj@k and pass@k from value codes and per-question golds: the same tables as from the answers' values."""
+    f = _self_consistency_as(fmt, examples_dir, tmp_path)
+    loaded = evaluate_frame(Collection.load(f), ks=[1, 2, 3, 4])
+    assert not loaded.majority.empty and loaded.sampling is not None and not loaded.sampling.empty
+    csv = tmp_path / "ev" / "answers.csv"
+    _assert_compact_same(loaded, evaluate_frame(FileSamples(f), ks=[1, 2, 3, 4], answers_csv=csv), csv)
 
 
 def test_streamed_evaluate_warns_of_what_load_warns_of_once(examples_dir: Path, tmp_path: Path,
@@ -161,3 +210,28 @@ def test_evaluate_finishes_under_a_memory_cap_on_a_file_three_times_larger(examp
     assert sum(c["n"] for c in doc["thoughtsource"]["cells"] if c["mode"] == "strict") == answers
     assert sum(m["cots"] for m in doc["thoughtsource"]["models"]) == cots
     assert (out / "answers.csv").is_file() and (out / "accuracy.md").is_file()
+
+
+@pytest.mark.slow
+def test_evaluate_of_short_cots_finishes_under_a_cap_the_per_answer_path_exceeds(examples_dir: Path, tmp_path: Path) -> None:
+    """Issue 33: memory no longer grows by a DataFrame row of Python objects per answer.  A 300 MB file of 215,000 short
+    real CoTs (the released GPT-3.5 run's samples, new ids) is evaluated by the command under RLIMIT_AS of 700 MB: every
+    answer is scored, answers.csv has every row.  The per-answer path the command ran before (``evaluate_frame`` without
+    ``answers_csv``, then ``write_tables``) runs out of memory under the same cap (measured: 0.70 GB peak RSS, against
+    0.30 GB now; docs/large-files.md)."""
+    obj = json.loads((examples_dir / GPT35_RUN).read_text())
+    big = tmp_path / "short.json"
+    written = write_replicated(obj, big, 300 << 20)
+    assert written.answers > 200_000
+    out = tmp_path / "ev"
+    p = run_cli_capped(["evaluate", str(big), "--out", str(out)], CAP_MB)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    assert sum(c["n"] for c in doc["thoughtsource"]["cells"] if c["mode"] == "strict") == written.answers
+    with open(out / "answers.csv", encoding="utf-8") as fh:
+        assert sum(1 for _ in fh) == 1 + 2 * written.answers  # no answer text spans lines in this run
+    old = tmp_path / "old"
+    p = run_capped("from thoughtsource.evaluate import evaluate_frame, write_tables\n"
+                   "from thoughtsource.io import FileSamples\n"
+                   f"write_tables(evaluate_frame(FileSamples({str(big)!r})), {str(old)!r})", CAP_MB)
+    assert p.returncode != 0 and "MemoryError" in p.stderr, p.stderr[-3000:]

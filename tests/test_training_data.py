@@ -302,6 +302,29 @@ def test_cli_writes_the_folder_and_refuses_to_overwrite_without_force(gpt35: Pat
     assert code == 2 and "'dpo' is not one of 'sft', 'messages', 'preference', 'stepwise', 'prm800k'" in err
 
 
+@pytest.mark.parametrize("fmt", ["sft", "messages"])
+def test_streamed_export_writes_the_records_of_the_loaded_sources(fmt: str, examples_dir: Path, sc_runs: list[Path],
+                                                                  tmp_path: Path) -> None:
+    """sft and messages read each file a sample at a time (unmarked answers judged in a first pass without a per-answer
+    table) and write the Parquet file a batch at a time: the records, in order, and what was left out are those of the
+    loaded files, over real runs (unmarked: judged), an annotated file (marked) and self-consistency runs."""
+    from collections import Counter
+
+    from thoughtsource import training_data as td
+
+    files = [examples_dir / GPT35, examples_dir / GPT4, examples_dir / ANNOTATED, *sc_runs]
+    for everything in (False, True):
+        kw = {"all_cots": everything, "include_eval_splits": everything, "star_iteration": "last"}
+        loaded_left: Counter[str] = Counter()
+        loaded = list(td.BUILDERS[fmt](td.load_sources(files), left_out=loaded_left, **kw))
+        assert not any(isinstance(c, Collection) for _, c in td.load_sources(files, stream=True).collections)
+        out = tmp_path / f"{fmt}-{everything}"
+        result = export(fmt, files, out, all_cots=everything, include_eval_splits=everything)
+        assert len(loaded) > 50 and result.records == len(loaded)
+        assert list(read_records(out)) == loaded
+        assert result.left_out == dict(loaded_left.most_common())
+
+
 def test_bad_inputs_say_which_file_record_and_what_was_expected(gpt35: Path, step_db, tmp_path: Path) -> None:
     db, _, _ = step_db
     with pytest.raises(DataError, match="no such file or folder"):
@@ -431,3 +454,20 @@ def test_prm_trainer_takes_a_step_on_the_stepwise_export(step_db, model_dir: Pat
         model=model, args=_args(prm.PRMConfig, tmp_path / "trainer", max_length=128), train_dataset=ds, processing_class=tok
     )
     _train(trainer)
+
+
+@pytest.mark.slow
+def test_sft_export_finishes_under_a_memory_cap_that_loading_exceeds(gpt35: Path, tmp_path: Path) -> None:
+    """``training-data sft`` of a 300 MB run (215,000 short real CoTs, unmarked: each is judged) under RLIMIT_AS of
+    700 MB; before, the file was loaded whole (``Collection.load`` of it alone needs ~1.4 GB) and every record built
+    before the Parquet file was written."""
+    from thoughtsource.testing.scale import run_cli_capped, write_replicated
+
+    big = tmp_path / "big.json"
+    written = write_replicated(json.loads(gpt35.read_text()), big, 300 << 20)
+    out = tmp_path / "sft"
+    p = run_cli_capped(["training-data", "sft", str(big), "--out", str(out), "--all-cots", "--include-eval-splits"], 700)
+    assert p.returncode == 0, p.stderr[-3000:]
+    import pyarrow.parquet as pq
+
+    assert pq.ParquetFile(out / "data" / "train-00000-of-00001.parquet").metadata.num_rows == written.cots

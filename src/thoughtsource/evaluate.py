@@ -35,11 +35,12 @@ by its normalized form.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,7 @@ __all__ = [
     "reasoning_table",
     "sampling_table",
     "scored_entries",
+    "scored_samples",
     "set_correct_answers",
     "wilson_interval",
     "wilson_intervals",
@@ -82,6 +84,8 @@ _META = (
     "dataset", "split", "sample_id", "type", "model", "instruction", "cot_trigger", "answer_extraction",
     "cot_index", "cot_id", "answer_id", "source", "truncated", "stored_correct",
 )  # fmt: skip
+#: The columns of ``Evaluation.answers`` (and answers.csv).
+ANSWERS_COLUMNS = [*_META[:-1], "mode", "pred", "rule", "correct", "f1", "contradicts_thinking", "stored_correct"]
 
 
 def wilson_interval(correct: float, n: int, z: float = Z95) -> tuple[float, float]:
@@ -154,7 +158,8 @@ def _fmt(value: Any) -> str | None:
 class Evaluation:
     """The result of :func:`evaluate_frame`; see the module doc for the three frames."""
 
-    answers: pd.DataFrame
+    #: one row per answer and mode; None when :func:`evaluate_frame` wrote it to ``answers_csv`` instead
+    answers: pd.DataFrame | None
     accuracy: pd.DataFrame
     majority: pd.DataFrame
     mode: Mode = "strict"
@@ -167,6 +172,39 @@ class Evaluation:
     reasoning: pd.DataFrame | None = None
     #: per mode, model and reasoning-length quartile: accuracy (:func:`accuracy_by_length`)
     by_length: pd.DataFrame | None = None
+    #: without ``answers``: the answers as codes (combination, sample, correct, ...; see :class:`_Compact`), their names
+    coded: pd.DataFrame | None = field(default=None, repr=False)
+    names: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+    #: where the answers table was written (``evaluate_frame(answers_csv=...)``; None without answers)
+    answers_csv: Path | None = None
+
+    def _answers_in(self, mode: str, *, scored_only: bool = True) -> pd.DataFrame:
+        """The answers (or their codes) of ``mode``, in file order; only those scored unless ``scored_only`` is False."""
+        if self.answers is not None:
+            a = self.answers[self.answers["mode"] == mode]
+        else:
+            a = self.coded[self.coded["mode"] == self.names["mode"].index(mode)]  # type: ignore[index]
+        return _scored(a) if scored_only else a
+
+    @property
+    def empty(self) -> bool:
+        """No answer was scored."""
+        return not len(self.answers if self.answers is not None else self.coded)  # type: ignore[arg-type]
+
+    def _pooled(self, mode: Mode | None) -> list[tuple[tuple[str, str, str, str], int, int]]:
+        """Per (model, instruction, CoT trigger, answer extraction), in sorted order: (names, correct, scored answers)
+        in ``mode``, pooled over datasets and splits."""
+        a = self._answers_in(mode or self.mode)
+        if not len(a):
+            return []
+        keys = ["model", "instruction", "cot_trigger", "answer_extraction"] if self.answers is not None else ["combination"]
+        sums: dict[tuple[str, ...], list[int]] = {}
+        for key, (c, n) in a.groupby(keys, sort=False)["correct"].agg(["sum", "size"]).iterrows():
+            shown = tuple(str(v) for v in (key if self.answers is not None else self.names["combination"][key][2:]))
+            slot = sums.setdefault(shown, [0, 0])
+            slot[0] += int(c)
+            slot[1] += int(n)
+        return [(key, c, n) for key, (c, n) in sorted(sums.items())]  # type: ignore[misc]
 
     @property
     def has_reasoning(self) -> bool:
@@ -176,25 +214,21 @@ class Evaluation:
     def by_model(self, mode: Mode | None = None) -> dict[str, dict[str, float]]:
         """``{model: {"<instruction>_<cot_trigger>_<answer_extraction>": accuracy}}`` for ``mode``, pooled over
         datasets and splits but never over models."""
-        m = mode or self.mode
-        a = _scored(self.answers[self.answers["mode"] == m])
+        sums: dict[tuple[str, str], list[int]] = {}
+        for (model, *prompt), c, n in self._pooled(mode):
+            slot = sums.setdefault((model, "_".join(prompt)), [0, 0])
+            slot[0] += c
+            slot[1] += n
         out: dict[str, dict[str, float]] = {}
-        if len(a):
-            keys = a["instruction"].astype(str) + "_" + a["cot_trigger"].astype(str) + "_" + a["answer_extraction"].astype(str)
-            for (model, key), value in a["correct"].groupby([a["model"], keys], sort=True).mean().items():
-                out.setdefault(str(model), {})[str(key)] = float(value)
+        for (model, key), (c, n) in sorted(sums.items()):
+            out.setdefault(model, {})[key] = c / n
         return out
 
     def pooled_cells(self, mode: Mode | None = None) -> list[dict[str, Any]]:
         """What :meth:`by_model` holds, with the fields apart: one record per model, instruction, CoT trigger and
         answer extraction (pooled over datasets and splits, never over models) with its ``accuracy``."""
-        m = mode or self.mode
-        a = _scored(self.answers[self.answers["mode"] == m])
-        if not len(a):
-            return []
         keys = ["model", "instruction", "cot_trigger", "answer_extraction"]
-        grouped = a.assign(**{k: a[k].astype(str) for k in keys}).groupby(keys, sort=True)["correct"].mean()
-        return [{**dict(zip(keys, key, strict=True)), "accuracy": float(v)} for key, v in grouped.items()]
+        return [{**dict(zip(keys, key, strict=True)), "accuracy": c / n} for key, c, n in self._pooled(mode)]
 
     def to_dict(self, mode: Mode | None = None, *, by_model: bool | None = None) -> dict[str, Any]:
         """``{"accuracy": {"<instruction>_<cot_trigger>_<answer_extraction>": value}}`` for ``mode``.
@@ -211,21 +245,42 @@ class Evaluation:
         return {"accuracy": next(iter(per_model.values()), {})}
 
 
-def _iter_answers(collection: SampleSource, golds: dict[tuple[str, str, str], Any] | None = None,
-                  length_rows: list[tuple[Any, ...]] | None = None) -> Iterable[tuple[str, str, Any, int, Any, Any]]:
-    """Every answer with its sample and CoT, in file order, in one pass over ``collection.samples()`` (a streamed
-    file's samples are new objects on every pass: nothing is keyed by ``id(sample)``).  ``golds`` gets each sample's
-    ``(type, gold, choices)`` and ``length_rows`` each CoT's :func:`reasoning_lengths` row, in the same pass."""
+def _iter_answers(collection: SampleSource, on_sample: Callable[[str, str, Any, Any], None] | None = None,
+                  on_cot: Callable[[str, str, Any, int, Any], None] | None = None,
+                  ) -> Iterable[tuple[str, str, Any, Any, int, Any, Any]]:
+    """Every answer as ``(dataset, split, sample, gold, CoT index, CoT, answer)``, in file order, in one pass over
+    ``collection.samples()`` (a streamed file's samples are new objects on every pass: nothing is keyed by
+    ``id(sample)``).  With ``on_sample`` each sample's gold is read (None without answers) and handed to it with the
+    sample; ``on_cot`` gets every CoT, in the same pass."""
     for d, s, sample in collection.samples():
-        if golds is not None:
+        gold = None
+        if on_sample is not None:
             answered = any(cot.answers for cot in sample.generated_cot)
             gold = sample_gold(sample) if answered else None
-            golds[(d, s, sample.id)] = (sample.type, gold, tuple(sample.choices))
+            on_sample(d, s, sample, gold)
         for ci, cot in enumerate(sample.generated_cot):
-            if length_rows is not None:
-                length_rows.append(_length_row(d, s, sample.id, ci, cot))
+            if on_cot is not None:
+                on_cot(d, s, sample, ci, cot)
             for ans in cot.answers:
-                yield d, s, sample, ci, cot, ans
+                yield d, s, sample, gold, ci, cot, ans
+
+
+def _score(cache: _Memo | None, sample: Any, gold: Any, cot: Any, ans: Any, modes: Sequence[Mode],
+           think_tags: tuple[str, str] | None) -> tuple[str, bool, list[tuple[Extraction, bool, bool, float]]]:
+    """One answer scored: its source, whether its CoT was cut off mid-thought, and per mode ``(extraction, contradicts
+    the thinking, correct, token F1)``."""
+    t, choices = sample.type, tuple(sample.choices)
+    text, source, thinking, truncated = _answer_source(cot, ans, think_tags)
+    out = []
+    for m in modes:
+        e = _extract_memo(cache, text, t, m, choices, source)
+        contradiction = False
+        if thinking and e.value is not None:
+            said = _extract_memo(cache, thinking, t, m, choices, "cot").value
+            contradiction = said is not None and _vote_key(said, t) != _vote_key(e.value, t)
+        f1 = type_of(t).f1(e.value, gold) if e.value is not None else None
+        out.append((e, contradiction, is_correct(e.value, t, gold), math.nan if f1 is None else f1))
+    return source, truncated, out
 
 
 def evaluate_frame(
@@ -236,6 +291,8 @@ def evaluate_frame(
     ks: Sequence[int] | None = None,
     memo: bool = True,
     think_tags: tuple[str, str] | None = DEFAULT_THINK_TAGS,
+    answers_csv: str | os.PathLike[str] | None = None,
+    keep_answers: bool = True,
 ) -> Evaluation:
     """Extract and score every answer in every mode; accuracy per combination; maj@k self-consistency.
 
@@ -247,12 +304,21 @@ def evaluate_frame(
     (answer phrases); an answer that differs from the last answer stated in the thinking is flagged
     (``contradicts_thinking``); a CoT cut off mid-thought (``truncated``) has no answer and is not scored:
     it is left out of accuracy and maj@k and counted apart.
+
+    ``answers_csv``: for files larger than memory.  The per-answer table is written to that file as it is computed
+    (what :func:`write_tables` writes as ``answers.csv``; not written when there are no answers) instead of being kept:
+    ``Evaluation.answers`` is None and ``extractions`` empty, and every other table is computed from compact arrays of
+    small ints (a few dozen bytes per answer, see :class:`_Compact`).  The tables are those of the default path.
+    ``keep_answers=False`` does the same without writing the per-answer table anywhere.
     """
     import pandas as pd
 
     for m in (*modes, mode):
         if m not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {m!r}")
+    if answers_csv is not None or not keep_answers:
+        return _evaluate_compact(collection, modes, mode, ks, memo, think_tags,
+                                 Path(answers_csv) if answers_csv is not None else None)
     meta: dict[str, list[Any]] = {k: [] for k in _META}
     per_mode: dict[str, dict[str, list[Any]]] = {
         m: {k: [] for k in ("pred", "rule", "correct", "f1", "contradicts_thinking")} for m in modes
@@ -263,38 +329,36 @@ def evaluate_frame(
     # sample without answers has gold None; a repeated id keeps its last sample, as a dict built over the file does)
     golds: dict[tuple[str, str, str], tuple[Any, ...]] = {}
     length_rows: list[tuple[Any, ...]] = []
-    cache: _Memo = _Memo(MEMO_SIZE)
-    nan = math.nan
-    for d, s, sample, ci, cot, ans in _iter_answers(collection, golds, length_rows):
-        t = sample.type
-        _, gold, choices = golds[(d, s, sample.id)]
-        text, source, thinking, truncated = _answer_source(cot, ans, think_tags)
+
+    def on_sample(d: str, s: str, sample: Any, gold: Any) -> None:
+        golds[(d, s, sample.id)] = (sample.type, gold, tuple(sample.choices))
+
+    def on_cot(d: str, s: str, sample: Any, ci: int, cot: Any) -> None:
+        length_rows.append(_length_row(d, s, sample.id, ci, cot))
+
+    cache = _Memo(MEMO_SIZE) if memo else None
+    for d, s, sample, gold, ci, cot, ans in _iter_answers(collection, on_sample, on_cot):
+        source, truncated, scored = _score(cache, sample, gold, cot, ans, modes, think_tags)
         for k, v in zip(
             _META,
-            (d, s, sample.id, t, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger),
+            (d, s, sample.id, sample.type, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger),
              str(ans.answer_extraction), ci, cot.id, ans.id, source, truncated, ans.correct_answer),
             strict=True,
         ):  # fmt: skip
             meta[k].append(v)
-        for m in modes:
-            e = _extract_memo(cache if memo else None, text, t, m, choices, source)
+        for m, (e, contradiction, correct, f1) in zip(modes, scored, strict=True):
             cols = per_mode[m]
-            contradiction = False
-            if thinking and e.value is not None:
-                said = _extract_memo(cache if memo else None, thinking, t, m, choices, "cot").value
-                contradiction = said is not None and _vote_key(said, t) != _vote_key(e.value, t)
             cols["contradicts_thinking"].append(contradiction)
             cols["pred"].append(_fmt(e.value))
             cols["rule"].append(e.rule)
-            cols["correct"].append(is_correct(e.value, t, gold))
-            f1 = type_of(t).f1(e.value, gold) if e.value is not None else None
-            cols["f1"].append(nan if f1 is None else f1)
+            cols["correct"].append(correct)
+            cols["f1"].append(f1)
             values[m].append(e.value)
             extractions[m].append(e)
     base = pd.DataFrame(meta)
     frames = [base.assign(mode=m, **per_mode[m]) for m in modes]
     answers = pd.concat(frames, ignore_index=True) if frames else base
-    answers = answers[[*_META[:-1], "mode", "pred", "rule", "correct", "f1", "contradicts_thinking", "stored_correct"]]
+    answers = answers[ANSWERS_COLUMNS]
     answers["truncated"] = answers["truncated"].astype(bool)
     answers.loc[answers["truncated"], "correct"] = False  # not scored: left out of every table (see _scored)
     answers["stored_correct"] = answers["stored_correct"].astype(object)
@@ -305,6 +369,286 @@ def evaluate_frame(
     return Evaluation(answers=answers, accuracy=accuracy, majority=majority, mode=mode, extractions=extractions,
                       sampling=sampling, lengths=lengths, reasoning=reasoning_table(lengths),
                       by_length=accuracy_by_length(answers, lengths))
+
+
+class _Codes:
+    """Values as small ints, numbered in order of first sight; :meth:`ranked` renumbers them in sorted order, so that
+    grouping and sorting by code is grouping and sorting by value."""
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+        self.names: list[Any] = []
+
+    def __call__(self, value: Any) -> int:
+        code = self.index.get(value)
+        if code is None:
+            code = self.index[value] = len(self.names)
+            self.names.append(value)
+        return code
+
+    def ranked(self) -> tuple[Any, list[Any]]:
+        """(an array: the sorted rank of each code, the values in sorted order)."""
+        import numpy as np
+
+        order = sorted(range(len(self.names)), key=self.names.__getitem__)
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        return rank, [self.names[i] for i in order]
+
+
+class _Values:
+    """Extracted values as small ints (equal values of one Python type share a code): what maj@k votes on."""
+
+    def __init__(self) -> None:
+        self.index: dict[tuple[type, Any], int] = {}
+        self.reps: list[Any] = []
+
+    def __call__(self, value: Any) -> int:
+        key = (type(value), value)
+        try:
+            code = self.index.get(key)
+        except TypeError:  # unhashable: a code of its own
+            key, code = None, None
+        if code is None:
+            code = len(self.reps)
+            self.reps.append(value)
+            if key is not None:
+                self.index[key] = code
+        return code
+
+
+class _QuestionGolds:
+    """``(type, gold)`` of each question by its ranked code: :func:`_questions_by_mode`'s ``golds`` over codes."""
+
+    def __init__(self, types: list[str], golds: list[Any]) -> None:
+        self.types, self.golds = types, golds
+
+    def get(self, key: tuple[Any, ...], default: Any = None) -> tuple[Any, Any]:
+        return self.types[key[-1]], self.golds[key[-1]]
+
+
+class _Compact:
+    """Per answer and per CoT, what the tables are computed from, column by column in ``array`` arrays of small ints
+    (strings are codes into :class:`_Codes` tables; the six fields of a combination are one code): about 15 bytes an
+    answer and mode and 30 a CoT, where the answers table holds a row of Python objects (~1 KB).  A question is a
+    (dataset, split, sample id)."""
+
+    def __init__(self, modes: Sequence[Mode]) -> None:
+        from array import array
+
+        self.modes = list(modes)
+        self.codes = {k: _Codes() for k in ("combination", "dataset", "split", "model")}
+        self.questions = _Codes()
+        self.q_type: list[str] = []
+        self.q_gold: list[Any] = []  # a repeated sample id keeps its last sample's gold, as a dict over the file does
+        self.values = _Values()
+        self.answer = {k: array("i") for k in ("combination", "model", "sample_id", "cot_index")}
+        self.truncated = array("b")
+        self.per_mode = {m: {"correct": array("b"), "no_answer": array("b"), "contradicts_thinking": array("b"),
+                             "f1": array("d"), "value": array("i")} for m in modes}
+        self.cot = {k: array("i") for k in ("dataset", "split", "sample_id", "cot_index", "model")}
+        self.cot_flags = {k: array("b") for k in ("reasoning_model", "truncated")}
+        self.tokens = array("d")
+        self.words = array("q")
+
+    def sample(self, d: str, s: str, sample: Any, gold: Any) -> None:
+        q = self.questions((d, s, sample.id))
+        if q == len(self.q_gold):
+            self.q_type.append(sample.type)
+            self.q_gold.append(gold)
+        else:
+            self.q_type[q], self.q_gold[q] = sample.type, gold
+
+    def add_cot(self, d: str, s: str, sample: Any, ci: int, cot: Any) -> None:
+        _, _, _, _, model, reasoning, tokens, words, truncated = _length_row(d, s, sample.id, ci, cot)
+        for k, v in (("dataset", self.codes["dataset"](d)), ("split", self.codes["split"](s)),
+                     ("sample_id", self.questions((d, s, sample.id))), ("cot_index", ci),
+                     ("model", self.codes["model"](model))):
+            self.cot[k].append(v)
+        self.cot_flags["reasoning_model"].append(reasoning)
+        self.cot_flags["truncated"].append(truncated)
+        self.tokens.append(tokens)
+        self.words.append(words)
+
+    def add_answer(self, combination: tuple[str, ...], q: int, ci: int, truncated: bool,
+                   scored: list[tuple[Extraction, bool, bool, float]]) -> None:
+        self.answer["combination"].append(self.codes["combination"](combination))
+        self.answer["model"].append(self.codes["model"](combination[2]))
+        self.answer["sample_id"].append(q)
+        self.answer["cot_index"].append(ci)
+        self.truncated.append(truncated)
+        for m, (e, contradiction, correct, f1) in zip(self.modes, scored, strict=True):
+            cols = self.per_mode[m]
+            cols["correct"].append(bool(correct) and not truncated)  # a truncated CoT is not scored (see _scored)
+            cols["no_answer"].append(e.value is None)
+            cols["contradicts_thinking"].append(contradiction)
+            cols["f1"].append(f1)
+            cols["value"].append(self.values(e.value))
+
+    def frames(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, list[Any]], _QuestionGolds]:
+        """(the answers as codes, one block per mode; the CoTs' lengths as codes; the same with their strings, as
+        :func:`reasoning_lengths` has them; the names of the codes per column (``mode`` too); the golds by question
+        code).  The arrays are emptied as they are turned into frames."""
+        import numpy as np
+        import pandas as pd
+
+        ranked = {k: c.ranked() for k, c in self.codes.items()}
+        names = {k: names for k, (_, names) in ranked.items()}
+        names["mode"] = sorted(self.modes)
+        q_rank, questions = self.questions.ranked()
+        self.questions.index.clear()
+        order = np.argsort(q_rank)
+        golds = _QuestionGolds([self.q_type[i] for i in order], [self.q_gold[i] for i in order])
+        self.q_type, self.q_gold = [], []
+
+        def recode(arr: Any, rank: Any) -> Any:
+            return rank[np.asarray(arr, dtype=np.int32)] if len(arr) else np.zeros(0, dtype=np.int32)
+
+        base: dict[str, Any] = {k: recode(self.answer[k], ranked[k][0]) for k in ("combination", "model")}
+        base["sample_id"] = recode(self.answer["sample_id"], q_rank)
+        base["cot_index"] = np.asarray(self.answer["cot_index"], dtype=np.int32)
+        base["truncated"] = np.asarray(self.truncated, dtype=bool)
+        self.answer.clear()
+        n = len(base["truncated"])
+        columns: dict[str, Any] = {k: np.tile(v, len(self.modes)) for k, v in base.items()}  # one block per mode
+        del base
+        columns["mode"] = np.repeat(np.asarray([names["mode"].index(m) for m in self.modes], dtype=np.int8), n)
+        for k, dtype in (("correct", bool), ("no_answer", bool), ("contradicts_thinking", bool), ("f1", float),
+                         ("value", np.int32)):
+            columns[k] = np.concatenate([np.asarray(self.per_mode[m].pop(k), dtype=dtype) for m in self.modes])
+        scored = pd.DataFrame(columns)
+        del columns
+        cot = {k: recode(self.cot[k], ranked[k][0]) for k in ("dataset", "split", "model")}
+        cot["sample_id"] = recode(self.cot["sample_id"], q_rank)
+        cot["cot_index"] = np.asarray(self.cot["cot_index"], dtype=np.int64)
+        flags = {k: np.asarray(v, dtype=bool) for k, v in self.cot_flags.items()}
+        tokens, words = np.asarray(self.tokens, dtype=float), np.asarray(self.words, dtype=np.int64)
+        self.cot.clear()
+        columns = ["dataset", "split", "sample_id", "cot_index", "model", "reasoning_model", "tokens", "words", "truncated"]
+        coded = pd.DataFrame({**cot, **flags, "tokens": tokens, "words": words})[columns]
+        if not len(tokens):
+            return scored, coded, _lengths_frame([]), names, golds
+        ids = np.asarray([q[2] for q in questions], dtype=object)
+        strings = {k: np.asarray(names[k], dtype=object)[cot[k]] for k in ("dataset", "split", "model")}
+        lengths = pd.DataFrame({**strings, "sample_id": ids[cot["sample_id"]], "cot_index": cot["cot_index"], **flags,
+                                "tokens": tokens, "words": words})[columns]
+        return scored, coded, lengths, names, golds
+
+
+def _decode(table: pd.DataFrame, names: dict[str, list[Any]], columns: Sequence[str] = ("combination", "mode")) -> pd.DataFrame:
+    """A table computed over codes with its strings back: ``combination`` becomes the six :data:`COMBINATION` columns
+    (in its place), the other ``columns`` their names."""
+    import numpy as np
+    import pandas as pd
+
+    table = table.copy()
+    for k in columns:
+        if k == "combination":
+            continue
+        table[k] = np.asarray(names[k], dtype=object)[table[k].to_numpy(dtype=np.int64)] if len(table) else table[k]
+    if "combination" in columns:
+        at = list(table.columns).index("combination")
+        codes = table.pop("combination").to_numpy(dtype=np.int64)
+        fields = (list(zip(*[names["combination"][c] for c in codes], strict=True)) if len(codes)
+                  else [[] for _ in COMBINATION])
+        six = pd.DataFrame({k: pd.Series(v, index=table.index, dtype=object) for k, v in zip(COMBINATION, fields, strict=True)})
+        table = pd.concat([table.iloc[:, :at], six, table.iloc[:, at:]], axis=1)
+    return table
+
+
+class _AnswersCsv:
+    """answers.csv written as the answers are scored: each mode's rows go to a part file next to ``path`` (the table
+    holds all the rows of the first mode, then those of the next), in chunks formatted as ``DataFrame.to_csv`` formats
+    the whole table; :meth:`close` joins them into ``path``, atomically (nothing without answers)."""
+
+    CHUNK = 2048
+
+    def __init__(self, path: Path, modes: Sequence[Mode]) -> None:
+        self.made = not path.parent.exists()  # removed again when there is nothing to write
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.parts = {m: path.with_name(f".{path.name}.{os.getpid()}.{m}.part") for m in modes}
+        self.files = {m: open(p, "w", encoding="utf-8", newline="") for m, p in self.parts.items()}  # noqa: SIM115
+        self.rows: dict[str, list[tuple[Any, ...]]] = {m: [] for m in modes}
+        self.n = 0
+
+    def add(self, meta: tuple[Any, ...], truncated: bool, stored: Any, scored: list[tuple[Extraction, bool, bool, float]]) -> None:
+        for (m, rows), (e, contradiction, correct, f1) in zip(self.rows.items(), scored, strict=True):
+            rows.append((*meta, truncated, m, _fmt(e.value), e.rule, False if truncated else correct, f1, contradiction,
+                         stored))
+        self.n += 1
+        if self.n % self.CHUNK == 0:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pandas as pd
+
+        for m, rows in self.rows.items():
+            if rows:
+                self.files[m].write(pd.DataFrame(rows, columns=ANSWERS_COLUMNS).to_csv(index=False, header=False))
+                rows.clear()
+
+    def close(self, *, keep: bool = True) -> Path | None:
+        """Join the parts into the table (``keep`` and some answers), remove them; the table's path, or None."""
+        import shutil
+
+        import pandas as pd
+
+        from .io import atomic_write
+
+        try:
+            if keep:
+                self._flush()
+            for fh in self.files.values():
+                fh.close()
+            if not (keep and self.n):
+                return None
+            with atomic_write(self.path) as out:
+                out.write(pd.DataFrame(columns=ANSWERS_COLUMNS).to_csv(index=False))
+                for part in self.parts.values():
+                    with open(part, encoding="utf-8", newline="") as fh:
+                        shutil.copyfileobj(fh, out, 1 << 20)
+            return self.path
+        finally:
+            for fh in self.files.values():
+                fh.close()
+            for part in self.parts.values():
+                part.unlink(missing_ok=True)
+            if self.made and not (keep and self.n):
+                with contextlib.suppress(OSError):
+                    self.path.parent.rmdir()
+
+
+def _evaluate_compact(collection: SampleSource, modes: Sequence[Mode], mode: Mode, ks: Sequence[int] | None, memo: bool,
+                      think_tags: tuple[str, str] | None, answers_csv: Path | None) -> Evaluation:
+    """:func:`evaluate_frame` with ``answers_csv`` or ``keep_answers=False``: one pass, the answers table written as it
+    goes (or not at all), the other tables
+    computed by the same functions over :class:`_Compact`'s codes, then given their strings back."""
+    compact = _Compact(modes)
+    table = _AnswersCsv(answers_csv, modes) if answers_csv is not None else None
+    cache = _Memo(MEMO_SIZE) if memo else None
+    done = False
+    try:
+        for d, s, sample, gold, ci, cot, ans in _iter_answers(collection, compact.sample, compact.add_cot):
+            source, truncated, scored = _score(cache, sample, gold, cot, ans, modes, think_tags)
+            combination = (d, s, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger), str(ans.answer_extraction))
+            compact.add_answer(combination, compact.questions((d, s, sample.id)), ci, truncated, scored)
+            if table is not None:
+                table.add((d, s, sample.id, sample.type, *combination[2:], ci, cot.id, ans.id, source), truncated,
+                          ans.correct_answer, scored)
+        done = True
+    finally:
+        written = table.close(keep=done) if table is not None else None
+    answers, coded_lengths, lengths, names, golds = compact.frames()
+    values = {code: answers.loc[answers["mode"] == code, "value"].to_numpy() for code in range(len(names["mode"]))}
+    combination = ("combination",)
+    accuracy = _decode(_accuracy_table(answers, combination), names)
+    majority = _decode(_majority_table(answers, values, golds, ks, compact.values.reps, combination), names)
+    sampling = _decode(sampling_table(answers, values, golds, ks, reps=compact.values.reps, combination=combination), names)
+    by_length = _decode(accuracy_by_length(answers, coded_lengths, on=("sample_id", "cot_index")), names, ("mode", "model"))
+    return Evaluation(answers=None, accuracy=accuracy, majority=majority, mode=mode, sampling=sampling, lengths=lengths,
+                      reasoning=reasoning_table(lengths), by_length=by_length, coded=answers, names=names,
+                      answers_csv=written)
 
 
 # --------------------------------------------------------------------------- reasoning length
@@ -359,13 +703,15 @@ BY_LENGTH_COLUMNS = ["mode", "model", "unit", "bin", "length_low", "length_high"
                      "ci_low", "ci_high"]
 
 
-def accuracy_by_length(answers: pd.DataFrame, lengths: pd.DataFrame, bins: int = 4) -> pd.DataFrame:
+def accuracy_by_length(answers: pd.DataFrame, lengths: pd.DataFrame, bins: int = 4,
+                       on: Sequence[str] = ("dataset", "split", "sample_id", "cot_index")) -> pd.DataFrame:
     """Accuracy against reasoning length: per mode and model, the scored answers split at the quantiles of their
     CoTs' reasoning length (``bins`` groups, fewer when lengths repeat), each with its 95% Wilson interval.
-    CoTs cut off mid-thought are not scored (their rate is in :func:`reasoning_table`)."""
+    CoTs cut off mid-thought are not scored (their rate is in :func:`reasoning_table`).  ``on``: what joins an answer
+    to its CoT."""
     import pandas as pd
 
-    keys = ["dataset", "split", "sample_id", "cot_index"]
+    keys = list(on)
     scored = _scored(answers)
     if scored.empty or lengths.empty:
         return pd.DataFrame(columns=BY_LENGTH_COLUMNS)
@@ -456,7 +802,7 @@ ACCURACY_COLUMNS = ["n", "questions", "correct", "accuracy", "ci_low", "ci_high"
                     "contradictions"]
 
 
-def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
+def _accuracy_table(answers: pd.DataFrame, combination: Sequence[str] = COMBINATION) -> pd.DataFrame:
     """Accuracy per combination, scored per question.
 
     With one answer per question this is the binomial proportion and its Wilson interval.  With several
@@ -469,12 +815,13 @@ def _accuracy_table(answers: pd.DataFrame) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
-    keys = [*COMBINATION, "mode"]
+    keys = [*combination, "mode"]
     everything = answers
     answers = _scored(answers)
     if answers.empty:
         return pd.DataFrame(columns=[*keys, *ACCURACY_COLUMNS])
-    g = answers.assign(no_answer=answers["pred"].isna()).groupby(keys, sort=True, dropna=False)
+    no_answer = answers["no_answer"] if "no_answer" in answers else answers["pred"].isna()
+    g = answers.assign(no_answer=no_answer).groupby(keys, sort=True, dropna=False)
     table = g.agg(n=("correct", "size"), correct=("correct", "sum"), no_answer=("no_answer", "sum"), f1=("f1", "mean"),
                   contradictions=("contradicts_thinking", "sum"))
     table = table.join(everything.groupby(keys, sort=True, dropna=False)["truncated"].sum())
@@ -536,46 +883,53 @@ def mean_over_datasets(accuracy: pd.DataFrame) -> pd.DataFrame:
 def _questions_by_mode(
     answers: pd.DataFrame,
     values: dict[str, list[Any]],
-    golds: dict[tuple[str, str, str], tuple[Any, ...]],
+    golds: Any,
     ks: Sequence[int] | None,
+    reps: Sequence[Any] | None = None,
+    combination: Sequence[str] = COMBINATION,
 ) -> Iterator[tuple[str, list[int], list[tuple[tuple[Any, ...], list[Any], list[bool], str, Any]]]]:
     """Per answer mode with some question sampled more than once: the ks to report (``ks``, or the defaults plus
     the largest sample count) and every question as ``(combination key, answers in file order, their correctness,
-    answer type, gold)``: what maj@k and pass@k are computed from."""
+    answer type, gold)``: what maj@k and pass@k are computed from.  ``golds``: ``(type, gold)`` by (dataset, split,
+    sample id); with ``reps``, ``values`` holds codes of the values ``reps`` lists (:class:`_Compact`)."""
     import pandas as pd
 
     if answers.empty:
         return
     for m, vals in values.items():
         sub = answers[answers["mode"] == m]
-        series = pd.Series(vals, index=sub.index, dtype=object)
+        series = pd.Series(vals, index=sub.index, dtype=object if reps is None else None)
         sub = _scored(sub)
-        groups = sub.groupby([*COMBINATION, "sample_id"], sort=True, dropna=False).indices
-        if not groups or max(len(ix) for ix in groups.values()) < 2:
+        by_question = sub.groupby([*combination, "sample_id"], sort=True, dropna=False)
+        largest = int(by_question.size().max()) if len(sub) else 0
+        if largest < 2:
             continue
-        largest = max(len(ix) for ix in groups.values())
+        groups = by_question.indices
         wanted = sorted(k for k in set(ks or DEFAULT_KS) | ({largest} if ks is None else set()) if k >= 1)
         questions = []
         for gkey, ix in groups.items():
             labels = sub.index[ix]
             t, gold = golds.get((gkey[0], gkey[1], gkey[-1]), (None, None, ()))[:2]
-            questions.append((tuple(gkey[:-1]), series.loc[labels].tolist(),
+            ordered = series.loc[labels].tolist()
+            questions.append((tuple(gkey[:-1]), ordered if reps is None else [reps[c] for c in ordered],
                               [bool(x) for x in sub.loc[labels, "correct"].tolist()], t or "number", gold))
         yield m, wanted, questions
 
 
 def _majority_table(
     answers: pd.DataFrame,
-    values: dict[str, list[Any]],
-    golds: dict[tuple[str, str, str], tuple[Any, ...]],
+    values: dict[str, Any],
+    golds: Any,
     ks: Sequence[int] | None,
+    reps: Sequence[Any] | None = None,
+    combination: Sequence[str] = COMBINATION,
 ) -> pd.DataFrame:
     import pandas as pd
 
-    keys = [*COMBINATION, "mode", "k"]
+    keys = [*combination, "mode", "k"]
     columns = [*keys, "n", "correct", "accuracy", "ci_low", "ci_high"]
     rows: list[tuple[Any, ...]] = []
-    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks):
+    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks, reps, combination):
         agg: dict[tuple[Any, ...], list[int]] = {}
         for ckey, ordered, _, t, gold in questions:
             for k in wanted:
@@ -651,10 +1005,12 @@ SAMPLING_COLUMNS = ["questions", "samples", "pass_at_k", "pass_ci_low", "pass_ci
 
 def sampling_table(
     answers: pd.DataFrame,
-    values: dict[str, list[Any]],
-    golds: dict[tuple[str, str, str], tuple[Any, ...]],
+    values: dict[str, Any],
+    golds: Any,
     ks: Sequence[int] | None,
     *,
+    reps: Sequence[Any] | None = None,
+    combination: Sequence[str] = COMBINATION,
     resamples: int = 200,
     bootstrap_iters: int = 1000,
     seed: int = 0,
@@ -669,10 +1025,10 @@ def sampling_table(
     import numpy as np
     import pandas as pd
 
-    keys = [*COMBINATION, "mode", "k"]
+    keys = [*combination, "mode", "k"]
     columns = [*keys, *SAMPLING_COLUMNS]
     rows: list[tuple[Any, ...]] = []
-    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks):
+    for m, wanted, questions in _questions_by_mode(answers, values, golds, ks, reps, combination):
         per_cell: dict[tuple[Any, ...], dict[int, tuple[list[float], list[float], list[int]]]] = {}
         for ckey, ordered, correct, t, gold in questions:
             n, c = len(ordered), sum(correct)
@@ -741,8 +1097,20 @@ def scored_entries(entries: Iterable[Any], result: Evaluation, *, mode: Mode = "
         yield e
 
 
+def scored_samples(samples: Iterable[tuple[str, str, Any]], result: Evaluation, *, mode: Mode = "strict",
+                   overwrite: bool = True) -> Iterator[tuple[str, str, Any]]:
+    """:func:`set_correct_answers` over a stream of ``(dataset, split, sample)`` (a file ``result`` was computed from,
+    read again in the same order): each sample with its verdicts set."""
+    verdicts = _verdicts(result, mode)
+    for d, s, sample in samples:
+        for cot in sample.generated_cot:
+            for ans in cot.answers:
+                _set_verdict(ans, *next(verdicts), overwrite)
+        yield d, s, sample
+
+
 def _verdicts(result: Evaluation, mode: Mode) -> Iterator[tuple[Any, Any]]:
-    rows = result.answers.loc[result.answers["mode"] == mode, ["correct", "truncated"]]
+    rows = result._answers_in(mode, scored_only=False)[["correct", "truncated"]]
     return iter(zip(rows["correct"].tolist(), rows["truncated"].tolist(), strict=True))
 
 
@@ -813,6 +1181,15 @@ def write_tables(result: Evaluation, out_dir: str | os.PathLike[str]) -> list[Pa
                 fh.write(render(frame))
             written.append(path)
     path = out / "answers.csv"
+    if result.answers is None:  # written as it was computed
+        if result.answers_csv is not None and result.answers_csv.resolve() != path.resolve():
+            import shutil
+
+            with atomic_write(path) as fh, open(result.answers_csv, encoding="utf-8", newline="") as src:
+                shutil.copyfileobj(src, fh, 1 << 20)
+        if result.answers_csv is not None:
+            written.append(path)
+        return written
     with atomic_write(path) as fh:
         fh.write(result.answers.to_csv(index=False))
     written.append(path)

@@ -42,7 +42,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -74,7 +74,8 @@ STAR_ITERATION = re.compile(r"^iter_(\d+)$")
 class Sources:
     """What the export reads: collections, STaR run folders, an annotation database, and every file read."""
 
-    collections: list[tuple[Path, Collection]] = field(default_factory=list)
+    #: each file's samples: a loaded :class:`Collection`, or (``load_sources(stream=True)``) an ``io.FileSamples``
+    collections: list[tuple[Path, Any]] = field(default_factory=list)
     star_runs: list[Path] = field(default_factory=list)
     database: Path | None = None
     files: dict[Path, str] = field(default_factory=dict)  # every file read → sha256
@@ -104,8 +105,14 @@ def is_sqlite(path: Path) -> bool:
         return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
 
 
-def load_sources(paths: Sequence[str | os.PathLike[str]]) -> Sources:
-    """Sort ``paths`` into collections, STaR runs and (at most one) annotation database; load the collections."""
+def load_sources(paths: Sequence[str | os.PathLike[str]], *, stream: bool = False) -> Sources:
+    """Sort ``paths`` into collections, STaR runs and (at most one) annotation database; load the collections (with
+    ``stream``, each is read a sample at a time on every pass instead: ``io.FileSamples``)."""
+    from .io import FileSamples
+
+    def load(path: Path) -> Any:
+        return FileSamples(path) if stream else Collection.load(path)
+
     if not paths:
         raise ThoughtSourceError("no sources given: name ThoughtSource files, STaR run folders or an annotation database")
     src = Sources()
@@ -116,7 +123,7 @@ def load_sources(paths: Sequence[str | os.PathLike[str]]) -> Sources:
         if is_star_run(path):
             src.star_runs.append(path)
         elif path.is_dir():  # a Parquet collection (Collection.load names what it lacks)
-            src.collections.append((path, Collection.load(path)))
+            src.collections.append((path, load(path)))
             for f in sorted(path.rglob("*")):
                 if f.is_file():
                     src.read(f)
@@ -127,7 +134,7 @@ def load_sources(paths: Sequence[str | os.PathLike[str]]) -> Sources:
                 )
             src.database = src.read(path)
         else:
-            src.collections.append((path, Collection.load(src.read(path))))
+            src.collections.append((path, load(src.read(path))))
     if src.database is not None and not src.collections:
         raise DataError(
             "an annotation database needs the ThoughtSource files that were annotated, named beside it", path=str(src.database)
@@ -250,17 +257,39 @@ def is_eval_split(split: str) -> bool:
     return s in EVAL_SPLIT_NAMES or s.startswith(("test", "valid", "dev", "eval"))
 
 
-def collection_cots(src: Sources, models: Sequence[str], left_out: Counter[str], include_eval_splits: bool = False) -> list[Cot]:
+def _prepared(collection: Any) -> Iterator[tuple[str, str, Sample]]:
+    """The samples of a source with their prompt texts filled in and their unmarked answers judged (strict, as
+    ``evaluate``; marks already there stay).  A loaded collection is changed in place; a file read a sample at a time
+    is judged in a first pass without a per-answer table and given its verdicts as it is read again."""
+    from .prompts import load_fragments
+    from .reporting.runs import fill_texts, full_text_prompts, warn_unknown
+
+    if isinstance(collection, Collection):
+        full_text_prompts(collection)
+        _mark_unmarked(collection)
+        yield from collection.samples()
+        return
+    from .evaluate import evaluate_frame, scored_samples
+
+    samples: Iterable[tuple[str, str, Sample]] = collection.samples()
+    if any(a.correct_answer is None for _, _, x in collection.samples() for _, a in x.iter_answers()):
+        result = evaluate_frame(collection, mode="strict", keep_answers=False)
+        samples = scored_samples(collection.samples(), result, mode="strict", overwrite=False)
+    fragments = load_fragments(())
+    unknown: set[str] = set()
+    for d, s, sample in samples:
+        fill_texts(sample, fragments, unknown)
+        yield d, s, sample
+    warn_unknown(unknown)
+
+
+def collection_cots(src: Sources, models: Sequence[str], left_out: Counter[str], include_eval_splits: bool = False,
+                    ) -> Iterator[Cot]:
     """Every usable CoT of the collections (the model and split filters applied); what is left out is counted by
     reason.  CoTs of test and validation samples are left out unless ``include_eval_splits``: a model trained on them
     is then evaluated on what it was trained on (the published CoTs of GSM8K's test split, say)."""
-    from .reporting.runs import full_text_prompts
-
-    out: list[Cot] = []
     for path, collection in src.collections:
-        full_text_prompts(collection)
-        _mark_unmarked(collection)
-        for d, s, sample in collection.samples():
+        for d, s, sample in _prepared(collection):
             if not include_eval_splits and is_eval_split(s):
                 left_out[EVAL_LEFT_OUT] += len(sample.generated_cot)
                 continue
@@ -277,7 +306,7 @@ def collection_cots(src: Sources, models: Sequence[str], left_out: Counter[str],
                     left_out["empty CoT"] += 1
                     continue
                 prompt = cot_prompt(sample, cot)
-                out.append(
+                yield (
                     Cot(
                         path.name,
                         d,
@@ -290,7 +319,6 @@ def collection_cots(src: Sources, models: Sequence[str], left_out: Counter[str],
                         cot_correct(cot),
                     )
                 )
-    return out
 
 
 # --------------------------------------------------------------------------- STaR runs
@@ -373,26 +401,25 @@ def sft_records(
     left_out: Counter[str],
     include_eval_splits: bool = False,
     **_: Any,
-) -> list[dict[str, Any]]:
-    out = []
+) -> Iterator[dict[str, Any]]:
+    """The records one at a time (the export writes them as they come)."""
     for c in collection_cots(src, models, left_out, include_eval_splits):
         if c.correct is not True and not all_cots:
             left_out["incorrect CoT" if c.correct is False else "CoT without a correctness mark"] += 1
             continue
-        out.append({"prompt": c.prompt, "completion": c.completion, **c.meta()})
+        yield {"prompt": c.prompt, "completion": c.completion, **c.meta()}
     for run in src.star_runs:
-        out.extend(star_sft(src, run, star_iteration))
-    return out
+        yield from star_sft(src, run, star_iteration)
 
 
-def messages_records(src: Sources, **kw: Any) -> list[dict[str, Any]]:
-    return [
+def messages_records(src: Sources, **kw: Any) -> Iterator[dict[str, Any]]:
+    return (
         {
             "messages": [{"role": "user", "content": r["prompt"]}, {"role": "assistant", "content": r["completion"].lstrip()}],
             **{k: v for k, v in r.items() if k not in ("prompt", "completion")},
         }
         for r in sft_records(src, **kw)
-    ]
+    )
 
 
 def preference_records(
@@ -605,7 +632,7 @@ def export(
     out = Path(out)
     if out.exists() and not (out.is_dir() and (force or not any(out.iterdir()))):
         raise DataError("exists and is not an empty folder; pass --force to replace it", path=str(out))
-    src = load_sources(sources)
+    src = load_sources(sources, stream=format in STREAMED)
     left_out: Counter[str] = Counter()
     iteration = star_iteration or ("all" if format == "preference" else "last")
     kwargs: dict[str, Any] = {
@@ -617,30 +644,36 @@ def export(
         "include_eval_splits": include_eval_splits,
     }
     records = BUILDERS[format](src, **kwargs)
-    if not records:
-        reasons = ", ".join(f"{n} {why}" for why, n in left_out.most_common()) or "nothing to export"
-        raise DataError(f"no {format} records ({reasons})", path=", ".join(str(p) for p in sources))
-    model_counts = Counter(_record_model(format, r) for r in records)
-    split_counts = Counter(_record_split(format, r) for r in records)
+    model_counts: Counter[str] = Counter()
+    split_counts: Counter[str] = Counter()
+
+    def counted() -> Iterator[dict[str, Any]]:
+        for r in records:
+            model_counts[_record_model(format, r)] += 1
+            split_counts[_record_split(format, r)] += 1
+            yield r
+
     filters = {"models": list(models) or "all", "star_iteration": iteration if src.star_runs else None,
                "test/validation splits": "included" if include_eval_splits else "left out"}
     if format in ("sft", "messages"):
         filters["cots"] = "all" if all_cots else "correct only"
     if format == "preference":
         filters["max_pairs_per_prompt"] = max_pairs_per_prompt
-    result = Export(
-        format,
-        out,
-        len(records),
-        dict(left_out.most_common()),
-        dict(model_counts.most_common()),
-        {str(p): h for p, h in src.files.items()},
-        dict(sorted(split_counts.items())),
-    )
-    card = dataset_card(result, filters, command)
-    _write_folder(out, records, card, jsonl=format == "prm800k")
+    done: list[Export] = []
+
+    def card(n: int) -> str:
+        """The dataset card, once every record is written (or the error that there are none)."""
+        if not n:
+            reasons = ", ".join(f"{k} {why}" for why, k in left_out.most_common()) or "nothing to export"
+            raise DataError(f"no {format} records ({reasons})", path=", ".join(str(p) for p in sources))
+        done.append(Export(format, out, n, dict(left_out.most_common()), dict(model_counts.most_common()),
+                           {str(p): h for p, h in src.files.items()}, dict(sorted(split_counts.items()))))
+        return dataset_card(done[0], filters, command)
+
+    _write_folder(out, counted(), card, jsonl=format == "prm800k", streamed=format in STREAMED)
+    result = done[0]
     log.debug(
-        "%s: %d %s record(s) from %d file(s); left out: %s", out, len(records), format, len(src.files), dict(left_out) or "none"
+        "%s: %d %s record(s) from %d file(s); left out: %s", out, result.records, format, len(src.files), dict(left_out) or "none"
     )
     return result
 
@@ -654,22 +687,51 @@ def _record_model(format: str, r: dict[str, Any]) -> str:
     return r["thoughtsource"]["model"] if format == "prm800k" else r.get("model", "")
 
 
-def _write_folder(out: Path, records: list[dict[str, Any]], card: str, *, jsonl: bool) -> None:
-    """Write data + card into a temp folder beside ``out``, then rename it into place (an old ``out`` goes last)."""
+#: Formats whose records are written as they are made: memory does not follow the sources (files read a sample at a
+#: time, the Parquet file written RECORD_BATCH records at a time); the others build their records first.
+STREAMED = ("sft", "messages")
+RECORD_BATCH = 4096
+#: ... or fewer: a batch ends when its texts reach this many characters (800 records of 20 KB reasoning traces)
+BATCH_CHARS = 16_000_000
+
+
+def _write_folder(out: Path, records: Iterable[dict[str, Any]], card: Callable[[int], str], *, jsonl: bool,
+                  streamed: bool = False) -> None:
+    """Write data, then ``card(number of records)``, into a temp folder beside ``out``, then rename it into place (an
+    old ``out`` goes last).  ``streamed``: the Parquet file is written a batch of records at a time (a row group of at
+    most :data:`RECORD_BATCH` records and :data:`BATCH_CHARS` characters of text; the schema is the first batch's)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         (tmp / "data").mkdir()
+        n = 0
         if jsonl:
             with (tmp / "data" / "train.jsonl").open("w", encoding="utf-8") as fh:
                 for r in records:
                     fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+                    n += 1
         else:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            pq.write_table(pa.Table.from_pylist(records), tmp / "data" / "train-00000-of-00001.parquet")
-        (tmp / "README.md").write_text(card, encoding="utf-8")
+            path = tmp / "data" / "train-00000-of-00001.parquet"
+            if not streamed:
+                rows = list(records)
+                n = len(rows)
+                if n:
+                    pq.write_table(pa.Table.from_pylist(rows), path)
+            else:
+                writer = None
+                try:
+                    for batch in _batches(records, RECORD_BATCH, BATCH_CHARS):
+                        table = pa.Table.from_pylist(batch, schema=writer.schema if writer is not None else None)
+                        writer = writer or pq.ParquetWriter(path, table.schema)
+                        writer.write_table(table)
+                        n += len(batch)
+                finally:
+                    if writer is not None:
+                        writer.close()
+        (tmp / "README.md").write_text(card(n), encoding="utf-8")
         for f in (*(tmp / "data").iterdir(), tmp / "README.md"):
             with f.open("rb") as fh:
                 os.fsync(fh.fileno())
@@ -683,6 +745,22 @@ def _write_folder(out: Path, records: list[dict[str, Any]], card: str, *, jsonl:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _batches(records: Iterable[dict[str, Any]], size: int, chars: int) -> Iterator[list[dict[str, Any]]]:
+    """Lists of at most ``size`` records and about ``chars`` characters of text (a record's strings, and those of its
+    lists of messages)."""
+    batch: list[dict[str, Any]] = []
+    held = 0
+    for r in records:
+        batch.append(r)
+        held += sum(len(v) if isinstance(v, str) else sum(len(str(m)) for m in v) if isinstance(v, list) else 0
+                    for v in r.values())
+        if len(batch) == size or held >= chars:
+            yield batch
+            batch, held = [], 0
+    if batch:
+        yield batch
 
 
 def dataset_card(result: Export, filters: dict[str, Any], command: str = "") -> str:

@@ -48,25 +48,26 @@ def _server_signature(body: dict[str, Any]) -> str:
 
 
 def _command(src: Path, url: str, db: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "thoughtsource", "-q", "generate", "--file", str(src), "--split", "train",
-            "--n-samples", str(N_SAMPLES), "--triggers", "kojima-01,none", "--backend", "openai", "--base-url", url,
-            "--model", "fault-echo", "--concurrency", "8", "--db", str(db), "--out", str(out)]
+    """The loaded path (``--split``/``--n-samples`` select from the file), or, for a file of exactly the samples, the
+    streamed one (every sample: read, generated for and written a chunk at a time)."""
+    select = [] if src.name == "selected.json" else ["--split", "train", "--n-samples", str(N_SAMPLES)]
+    return [sys.executable, "-m", "thoughtsource", "-q", "generate", "--file", str(src), *select, "--triggers",
+            "kojima-01,none", "--backend", "openai", "--base-url", url, "--model", "fault-echo", "--concurrency", "8",
+            "--db", str(db), "--out", str(out)]
 
 
-def _without_dates(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text())
-    for splits in data.values():
-        for samples in splits.values():
-            for x in samples:
-                for g in x["generated_cot"]:
-                    g.pop("date")
-    return data
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_points_then_resume(examples_dir: Path, tmp_path: Path):
+@pytest.mark.parametrize("path", ["loaded", "streamed"])
+def test_sigkill_at_random_points_then_resume(examples_dir: Path, tmp_path: Path, path: str, without_dates: Any):
     src = examples_dir / "tests_unit_data" / "worldtree_100_dataset.json"
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    if path == "streamed":  # the same 30 samples as a file of their own: generated for and written as they are read
+        from thoughtsource.collection import Collection
+
+        Collection.load(src).select(split="train", number_samples=N_SAMPLES, seed=0).dump(tmp_path / "selected.json")
+        src = tmp_path / "selected.json"
     seed = int(os.environ.get("THOUGHTSOURCE_CRASH_SEED", time.time_ns() % 10**6))
     rng = random.Random(seed)
     total = 2 * N_SAMPLES * 2
@@ -109,6 +110,6 @@ def test_sigkill_at_random_points_then_resume(examples_dir: Path, tmp_path: Path
     assert len(set(answered)) == total
     assert len(answered) - total <= 8 * len(kills), f"seed {seed}"
     # the resumed output equals an uninterrupted run (dates aside), and so does the re-run's
-    assert _without_dates(out) == _without_dates(ref_out)
-    assert _without_dates(tmp_path / "again.json") == _without_dates(ref_out)
+    assert without_dates(out) == without_dates(ref_out)
+    assert without_dates(tmp_path / "again.json") == without_dates(ref_out)
     assert len(_stored_signatures(db)) == total

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from thoughtsource import Collection
 from thoughtsource.cli import app
 from thoughtsource.errors import DataError
+from thoughtsource.evaluate import evaluate_frame
 from thoughtsource.reporting.runs import (
     accuracy_pivot,
     best_cells,
@@ -25,6 +26,7 @@ from thoughtsource.reporting.runs import (
     length_outliers,
     merge_folder,
 )
+from thoughtsource.testing.scale import run_cli_capped, write_replicated
 
 FLAN = "thoughtsource_67_huggingface_endpoint_flan-T5-xxl_None_None-kojima-01-zhou-01.json"
 GPT35 = "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
@@ -83,6 +85,34 @@ def test_merge_and_evaluate_a_folder(runs: Path, tmp_path: Path) -> None:
     assert len(merge_folder([tmp_path / FLAN, tmp_path / GPT35]).collection) == 402  # files instead of a folder
     with pytest.raises(DataError, match="no such file"):
         merge_folder([tmp_path / "missing.json"])
+
+
+def test_evaluate_folder_streams_the_tables_of_the_loaded_files(runs: Path) -> None:
+    """``runs evaluate`` reads each file a sample at a time, without a per-answer table: the same accuracy blocks as
+    ``evaluate_frame`` over each loaded file, on every released run, in both modes."""
+    files = sorted(runs.glob("*.json"))
+    for mode in ("strict", "flexible"):
+        table = evaluate_folder(runs, mode=mode)
+        blocks = []
+        for f in files:
+            acc = evaluate_frame(Collection.load(f), modes=(mode,), mode=mode).accuracy
+            blocks.append(acc.assign(file=f.name)[["file", *acc.columns]])
+        pd.testing.assert_frame_equal(table, pd.concat(blocks, ignore_index=True), check_dtype=False)
+
+
+@pytest.mark.slow
+def test_runs_evaluate_finishes_under_a_memory_cap_that_loading_exceeds(runs: Path, tmp_path: Path) -> None:
+    """A folder with a 300 MB run (215,000 short real CoTs) is evaluated by ``runs evaluate`` under RLIMIT_AS of 700 MB;
+    before, each file was loaded whole (``Collection.load`` of this file alone needs ~1.4 GB)."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    written = write_replicated(json.loads((runs / GPT35).read_text()), folder / "big.json", 300 << 20)
+    shutil.copy(runs / FLAN, folder / FLAN)
+    p = run_cli_capped(["runs", "evaluate", str(folder), "--json"], 700)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = json.loads(p.stdout)
+    assert sum(r["n"] for r in rows if r["file"] == "big.json") == written.answers
+    assert sum(r["n"] for r in rows if r["file"] == FLAN) == 1206
 
 
 def test_full_text_prompts_and_export(runs: Path, tmp_path: Path, examples_dir: Path) -> None:

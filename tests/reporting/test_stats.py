@@ -151,6 +151,54 @@ def test_generated_cots_and_context_are_counted_per_text(examples_dir: Path):
         assert counts.loc[(d, s), "samples"] == len(xs)
 
 
+def _assert_same_report(a: stats.StatsReport, b: stats.StatsReport) -> None:
+    import pandas as pd
+
+    for name in ("counts", "lengths", "length_summary", "vocabulary"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_dtype=False, obj=name)
+    assert a.overlap.keys() == b.overlap.keys()
+    for f in a.overlap:
+        pd.testing.assert_frame_equal(a.overlap[f], b.overlap[f], obj=f)
+
+
+@pytest.mark.parametrize("name", ["tests_unit_data/worldtree_100_dataset.json", "annotated/annotated_set.json",
+                                  "model_runs/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"])
+def test_stats_of_a_file_read_a_sample_at_a_time_equal_those_of_the_loaded_file(examples_dir: Path, name: str,
+                                                                                 monkeypatch: pytest.MonkeyPatch):
+    """``stats --file F`` reads F a sample at a time and tokenizes a batch of texts at a time (here 7): every table is
+    that of the loaded file (datasets by name, as the command orders them), with and without a split filter."""
+    from thoughtsource.io import FileSamples
+
+    monkeypatch.setattr(stats, "ENCODE_BATCH", 7)
+    f = examples_dir / name
+    loaded = Collection.load(f)
+    ordered = Collection(data=dict(sorted(loaded.data.items())))
+    _assert_same_report(stats.compute_stats(ordered, progress=False, n=2),
+                        stats.compute_stats(FileSamples(f), progress=False, n=2, sort_datasets=True))
+    split = next(s for _, sp in loaded for s in sp)
+    only = Collection(data={d: {s: xs for s, xs in sp.items() if s == split} for d, sp in ordered.data.items()})
+    only = Collection(data={d: sp for d, sp in only.data.items() if sp})
+    _assert_same_report(stats.compute_stats(only, progress=False),
+                        stats.compute_stats(FileSamples(f), progress=False, split=split, sort_datasets=True))
+
+
+@pytest.mark.slow
+def test_stats_of_a_file_finish_under_a_memory_cap_that_loading_exceeds(examples_dir: Path, tmp_path: Path):
+    """``stats --file`` on a 300 MB run (71,700 samples, 215,000 short real CoTs) under RLIMIT_AS of 700 MB; before,
+    the file was loaded whole (``Collection.load`` of it alone needs ~1.4 GB)."""
+    from thoughtsource.testing.scale import run_cli_capped, write_replicated
+
+    run = "model_runs/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
+    big = tmp_path / "big.json"
+    written = write_replicated(json.loads((examples_dir / run).read_text()), big, 300 << 20)
+    out = tmp_path / "out"
+    p = run_cli_capped(["stats", "--file", str(big), "--out", str(out), "--no-plots"], 700)
+    assert p.returncode == 0, p.stderr[-3000:]
+    data = json.loads((out / "stats.json").read_text())
+    assert sum(r["samples"] for r in data["counts"]) == written.samples
+    assert sum(r["generated_cots"] for r in data["counts"]) == written.cots
+
+
 @pytest.mark.slow
 def test_embedded_tokenizer_counts_model_tokens(examples_dir: Path):
     from transformers import AutoTokenizer

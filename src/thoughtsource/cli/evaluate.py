@@ -74,10 +74,11 @@ def evaluate(
     # the file is read a sample at a time, never held whole: scoring, the models for results.json, --scored's copy
     c = FileSamples(file)
     m = mode.value
-    result = evaluate_frame(c, mode=m, ks=k_list)  # type: ignore[arg-type]
     out_dir = out or Path(f"{file.stem}_evaluation")
+    # answers.csv is written as the answers are scored; the other tables come from compact per-answer codes
+    result = evaluate_frame(c, mode=m, ks=k_list, answers_csv=out_dir / "answers.csv")  # type: ignore[arg-type]
     document = results_document(result, c, file=file, mode=m, ks=k_list, out_dir=out_dir)
-    if result.answers.empty:
+    if result.empty:
         console.print(f"[yellow]{file}: no generated answers to evaluate[/]", highlight=False, soft_wrap=True)
         if as_json:  # a script still gets a document, with no results
             print_json(document)

@@ -134,6 +134,10 @@ def generate_cmd(
             raise
         raise ConfigError("invalid generate config (this file with the flags on top)", path=str(config), problems=e.problems) from None
 
+    if file and split is None and limit is None and n_samples is None and not dry_run and not cfg.few_shot \
+            and cfg.idx_range is None:  # every sample of a file: read, generated for and written a chunk at a time
+        _generate_streaming(file, out, cfg, as_json)
+        return
     if file:
         full = Collection.load(file)
     else:
@@ -158,6 +162,26 @@ def generate_cmd(
     note(f"wrote {len(collection)} samples to {out}", highlight=False)
     if as_json:
         print_json(run_summary(report, out, len(collection)))
+    if report.errors:
+        raise GenerationFailed(f"{report.failure_summary()}; the output lacks them. Run the same command again to fill them in",
+                               report=report)
+
+
+def _generate_streaming(file: Path, out: Path, cfg: Any, as_json: bool) -> None:
+    """``generate --file F --out O`` over every sample of F: the file is read, generated for and written
+    ``generation.CHUNK_SAMPLES`` samples at a time (``generation.generate_entries`` into ``io.write_entries``), so memory
+    does not grow with it; the output is what the in-memory path writes, byte for byte."""
+    from ..errors import DataError, GenerationFailed
+    from ..generation import GenerateReport, generate_entries
+    from ..io import FileSamples, iter_entries, write_entries
+
+    if next(iter(FileSamples(file).samples()), None) is None:
+        raise DataError("no samples to generate for", path=str(file))
+    report = GenerateReport()
+    samples, _ = write_entries(generate_entries(iter_entries(file), cfg, report=report), out, "json")
+    note(f"wrote {samples} samples to {out}", highlight=False)
+    if as_json:
+        print_json(run_summary(report, out, samples))
     if report.errors:
         raise GenerationFailed(f"{report.failure_summary()}; the output lacks them. Run the same command again to fill them in",
                                report=report)

@@ -149,12 +149,12 @@ def best(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout: accuracy per dataset and column, and the best cells."),
 ) -> None:
     """Accuracy per dataset × model/prompt with the best cell of each dataset marked."""
-    from ..collection import Collection
     from ..evaluate import evaluate_frame
+    from ..io import FileSamples
     from ..reporting.runs import accuracy_pivot, best_cells, highlight_best
 
-    mode = "flexible" if flexible else "strict"
-    table = accuracy_pivot(evaluate_frame(Collection.load(Path(file)), modes=(mode,), mode=mode).accuracy)
+    mode = "flexible" if flexible else "strict"  # the file read a sample at a time, scored without a per-answer table
+    table = accuracy_pivot(evaluate_frame(FileSamples(Path(file)), modes=(mode,), mode=mode, keep_answers=False).accuracy)
     if as_json:
         best = sorted(best_cells(table), key=str)
         print_json({"mode": mode, "accuracy": {str(r): {str(c): table.at[r, c] for c in table.columns} for r in table.index},

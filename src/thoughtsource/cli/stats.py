@@ -8,10 +8,14 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ..console import note
+
+if TYPE_CHECKING:
+    from ..reporting.stats import StatsReport
 
 log = logging.getLogger(__name__)
 
@@ -46,23 +50,24 @@ def stats(
     json_out: bool = typer.Option(True, "--json/--no-json", help="Also write every table as stats.json."),
 ) -> None:
     """Statistics of datasets (the paper's Table 6, Figures 1 and 2): stats.md, stats.json and PNGs."""
-    from ..collection import Collection
     from ..io import atomic_write, write_json
     from ..reporting.stats import compute_stats, render_markdown
     from .generate import old_name
 
     n = old_name(ngram, n, "--ngram", "--n") or 3
     t0 = time.perf_counter()
-    collection = _load(datasets or [], file or [], data_dir, explicit=not all_available and (bool(datasets) or bool(file)), split=split)
-    if split:
-        collection = Collection(data={d: {s: xs for s, xs in sp.items() if s == split} for d, sp in collection.data.items()})
-        collection = Collection(data={d: sp for d, sp in collection.data.items() if sp})
-    if len(collection) == 0:
-        from ..errors import DataError
+    if file and len(file) == 1 and not datasets and not all_available:  # one file: read a sample at a time
+        from ..io import FileSamples
 
-        raise DataError("no samples to describe" + (f" (split {split!r})" if split else ""))
-    note(f"{len(collection):,} samples in {len(collection.names)} dataset(s): {', '.join(collection.names)}", highlight=False)
-    report = compute_stats(collection, tokenizer=tokenizer.value, n=n)
+        report = compute_stats(FileSamples(file[0]), tokenizer=tokenizer.value, n=n, split=split, sort_datasets=True)
+        if not int(report.counts["samples"].sum()):
+            from ..errors import DataError
+
+            raise DataError("no samples to describe" + (f" (split {split!r})" if split else ""))
+        note(f"{int(report.counts['samples'].sum()):,} samples in {len(report.datasets)} dataset(s): "
+             f"{', '.join(report.datasets)}", highlight=False)
+    else:
+        report = _loaded_stats(datasets or [], file or [], data_dir, all_available, split, tokenizer.value, n)
     images: dict[str, str] = {}
     if not no_plots:
         from ..reporting.stats_plots import write_all
@@ -96,6 +101,24 @@ def stats(
 def _records(df) -> list[dict]:
     """Rows as dicts with NaN as None, so stats.json is strict JSON (an undefined overlap is null)."""
     return df.astype(object).where(df.notna(), None).to_dict("records")
+
+
+def _loaded_stats(datasets: list[str], files: list[Path], data_dir: Path | None, all_available: bool, split: str | None,
+                  tokenizer: str, n: int) -> StatsReport:
+    """The statistics of named datasets and files, loaded and merged (:func:`_load`)."""
+    from ..collection import Collection
+    from ..reporting.stats import compute_stats
+
+    collection = _load(datasets, files, data_dir, explicit=not all_available and (bool(datasets) or bool(files)), split=split)
+    if split:
+        collection = Collection(data={d: {s: xs for s, xs in sp.items() if s == split} for d, sp in collection.data.items()})
+        collection = Collection(data={d: sp for d, sp in collection.data.items() if sp})
+    if len(collection) == 0:
+        from ..errors import DataError
+
+        raise DataError("no samples to describe" + (f" (split {split!r})" if split else ""))
+    note(f"{len(collection):,} samples in {len(collection.names)} dataset(s): {', '.join(collection.names)}", highlight=False)
+    return compute_stats(collection, tokenizer=tokenizer, n=n)
 
 
 def _load(names: list[str], files: list[Path], data_dir: Path | None, explicit: bool, split: str | None = None):

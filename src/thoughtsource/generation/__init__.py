@@ -20,12 +20,15 @@ the published library's chains and self-reflection are in :mod:`.chains`, on the
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..backends.base import Backend
 from ..errors import BackendError, ConfigError
+from ..io import Entry
 from ..prompts import Fragments, load_fragments
 from ..prompts.build import answer_prompt
 from ..schema import SampleSource
@@ -35,7 +38,7 @@ from .config import GenerateConfig, make_backend
 from .plan import CotUnit, answer_request, plan_units
 from .runner import Runner, run_coroutine
 
-__all__ = ["GenerateConfig", "GenerateReport", "generate", "make_backend"]
+__all__ = ["GenerateConfig", "GenerateReport", "generate", "generate_entries", "make_backend"]
 
 log = logging.getLogger(__name__)
 
@@ -58,20 +61,115 @@ def generate(
     a backend instance that replaces the one the config names (it is then not closed here); ``store`` is a store or its path (default: ``config.db``, else
     ``$THOUGHTSOURCE_HOME/completions.sqlite``).
     """
-    if isinstance(backend, str):
-        overrides["backend"], backend = backend, None
-    cfg = GenerateConfig.parse(config, **overrides)
-    fragments = load_fragments(cfg.fragments_files)
-    problems = (fragments.check("instructions", cfg.instruction_keys) + fragments.check("cot_triggers", cfg.cot_trigger_keys)
-                + fragments.check("answer_extractions", cfg.answer_extraction_keys))
-    if problems:
-        raise ConfigError("unknown fragment ids in the generate config", problems=problems)
-
-    own_backend = backend is None
-    be = make_backend(cfg) if backend is None else backend
-    own_store = not isinstance(store, CompletionStore)
-    st = store if isinstance(store, CompletionStore) else CompletionStore(store if store is not None else cfg.db)
+    session = _Session(config, backend, store, overrides)
     try:
+        return session.run(collection, progress=progress, dry_run=dry_run, exemplar_pool=exemplar_pool, close_backend=True)
+    finally:
+        session.close(backend_closed=True)
+
+
+#: Samples generated for at a time by :func:`generate_entries`.
+CHUNK_SAMPLES = 256
+
+
+def generate_entries(
+    entries: Iterable[Entry],
+    config: GenerateConfig | dict[str, Any] | None = None,
+    *,
+    report: GenerateReport,
+    backend: Backend | str | None = None,
+    store: CompletionStore | str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    chunk: int | None = None,
+    **overrides: Any,
+) -> Iterator[Entry]:
+    """:func:`generate` over a stream of a file's entries (``io.iter_entries``), ``chunk`` samples at a time: each
+    entry is yielded once its chunk's CoTs and answers are attached, for ``io.write_entries`` to write as it goes, so
+    memory does not grow with the file.  The counts of every chunk are added to ``report``.  One backend and store
+    serve every chunk; as in :func:`generate`, every completion is in the store before it is attached, so a run killed
+    at any point and started again asks only for what was in flight.  No few-shot exemplars and no ``idx_range``
+    (both need the whole collection: :func:`generate` does them)."""
+    session = _Session(config, backend, store, overrides)
+    try:
+        if session.cfg.few_shot or session.cfg.idx_range is not None:
+            raise ConfigError("generating over a stream takes no few_shot and no idx_range; load the collection")
+        for part in _chunks(entries, chunk or CHUNK_SAMPLES):
+            samples = _Chunk(part)
+            if samples.data:
+                done = session.run(samples, progress=progress, dry_run=False, exemplar_pool=None, close_backend=False)
+                for f in dataclasses.fields(GenerateReport):
+                    if f.name not in ("dry_run", "store_consulted"):
+                        setattr(report, f.name, getattr(report, f.name) + getattr(done, f.name))
+            yield from part
+    finally:
+        session.close(backend_closed=False)
+
+
+class _Chunk:
+    """A few consecutive entries of a file as a :class:`~thoughtsource.schema.SampleSource`."""
+
+    def __init__(self, entries: list[Entry]) -> None:
+        self.data: dict[str, dict[str, list[Any]]] = {}
+        for e in entries:
+            if e.sample is not None and e.split is not None:
+                self.data.setdefault(e.dataset, {}).setdefault(e.split, []).append(e.sample)
+
+    def samples(self) -> Iterator[tuple[str, str, Any]]:
+        for d, splits in self.data.items():
+            for s, xs in splits.items():
+                for x in xs:
+                    yield d, s, x
+
+    def in_idx_range(self, idx_range: tuple[int, int] | None) -> _Chunk:
+        assert idx_range is None  # generate_entries refuses idx_range
+        return self
+
+
+def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
+    part: list[Entry] = []
+    samples = 0
+    for e in entries:
+        part.append(e)
+        samples += e.sample is not None
+        if samples == size:
+            yield part
+            part, samples = [], 0
+    if part:
+        yield part
+
+
+class _Session:
+    """A run's config, fragments, backend and store, for one collection (:func:`generate`) or for every chunk of a
+    stream (:func:`generate_entries`)."""
+
+    def __init__(self, config: GenerateConfig | dict[str, Any] | None, backend: Backend | str | None,
+                 store: CompletionStore | str | os.PathLike[str] | None, overrides: dict[str, Any]) -> None:
+        if isinstance(backend, str):
+            overrides["backend"], backend = backend, None
+        self.cfg = cfg = GenerateConfig.parse(config, **overrides)
+        self.fragments = fragments = load_fragments(cfg.fragments_files)
+        problems = (fragments.check("instructions", cfg.instruction_keys) + fragments.check("cot_triggers", cfg.cot_trigger_keys)
+                    + fragments.check("answer_extractions", cfg.answer_extraction_keys))
+        if problems:
+            raise ConfigError("unknown fragment ids in the generate config", problems=problems)
+        self.passed = backend
+        self.be = make_backend(cfg) if backend is None else backend
+        self.own_store = not isinstance(store, CompletionStore)
+        self.st = store if isinstance(store, CompletionStore) else CompletionStore(store if store is not None else cfg.db)
+        self.ran = False
+
+    def close(self, *, backend_closed: bool) -> None:
+        """Close the store if it was opened here, and the backend if it was made here and a run has not closed it."""
+        try:
+            if self.passed is None and self.ran and not backend_closed:
+                run_coroutine(self.be.aclose)
+        finally:
+            if self.own_store:
+                self.st.close()
+
+    def run(self, collection: SampleSource, *, progress: bool, dry_run: bool, exemplar_pool: SampleSource | None,
+            close_backend: bool) -> GenerateReport:
+        cfg, fragments, be, st, backend = self.cfg, self.fragments, self.be, self.st, self.passed
         cheap = getattr(be, "cache_identity_without_loading", None) if dry_run else None
         identity = cheap() if callable(cheap) else be.cache_identity()
         consult_store = identity is not None  # a dry run loads no model: without its fingerprint, no store keys
@@ -89,11 +187,12 @@ def generate(
             try:
                 await _call(units, be, st, cfg, fragments, identity, report, progress)
             finally:
-                if own_backend:
+                if backend is None and close_backend:
                     await be.aclose()
 
         from ..interrupt import graceful_sigint
 
+        self.ran = True
         with graceful_sigint():  # Ctrl-C during in-process decoding: stop between steps, keep what finished
             run_coroutine(main)
         model_name, api_service = cfg.model, cfg.api_service or be.name
@@ -103,13 +202,10 @@ def generate(
         elif backend is not None:
             model_name = str(identity.get("model") or cfg.model)
         attach_results(units, cfg, fragments, api_service, model_name, report)  # 5. attach, in plan order
-    finally:
-        if own_store:
-            st.close()
-    log.info("generate: %s", report.summary())
-    for msg in report.error_messages[:20]:
-        log.warning("generate failed: %s", msg)
-    return report
+        log.info("generate: %s", report.summary())
+        for msg in report.error_messages[:20]:
+            log.warning("generate failed: %s", msg)
+        return report
 
 
 async def _call(units: list[CotUnit], backend: Backend, store: CompletionStore, cfg: GenerateConfig, fragments: Fragments,

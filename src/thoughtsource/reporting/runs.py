@@ -158,14 +158,16 @@ def merge_folder(folder: str | os.PathLike[str] | Sequence[str | os.PathLike[str
 
 def evaluate_folder(folder: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], pattern: str = "*.json", *,
                     mode: Literal["strict", "flexible"] = "strict") -> pd.DataFrame:
-    """The accuracy table of every file of a folder (or of several files and folders), one block per file (column ``file``)."""
+    """The accuracy table of every file of a folder (or of several files and folders), one block per file (column ``file``).
+    Each file is read a sample at a time and scored without a per-answer table: memory does not follow the files."""
     import pandas as pd
 
     from ..evaluate import evaluate_frame
+    from ..io import FileSamples
 
     tables = []
     for path in _files(folder, pattern):
-        acc = evaluate_frame(_collection(path), modes=(mode,), mode=mode).accuracy
+        acc = evaluate_frame(FileSamples(path), modes=(mode,), mode=mode, keep_answers=False).accuracy
         tables.append(acc.assign(file=path.name)[["file", *acc.columns]])
     return pd.concat(tables, ignore_index=True)
 
@@ -188,31 +190,45 @@ def full_text_prompts(collection: Any, *, prompt_text: bool = True, answer_extra
     ``overwrite``.  A CoT whose fragment ids are unknown is left alone (logged)."""
     c = _collection(collection)
     fragments = load_fragments(fragments_files)
-    written = 0
     unknown: set[str] = set()
-    for _, _, sample in c.samples():
-        for cot in sample.generated_cot:
-            instruction, trigger = cot.instruction or None, cot.cot_trigger or None
-            if (instruction and instruction not in fragments.instructions) or (trigger and trigger not in fragments.cot_triggers):
-                unknown.add(f"{instruction}/{trigger}")
+    written = sum(fill_texts(sample, fragments, unknown, prompt_text=prompt_text,
+                             answer_extraction_text=answer_extraction_text, overwrite=overwrite)
+                  for _, _, sample in c.samples())
+    warn_unknown(unknown)
+    return written
+
+
+def fill_texts(sample: Any, fragments: Any, unknown: set[str], *, prompt_text: bool = True,
+               answer_extraction_text: bool = True, overwrite: bool = False) -> int:
+    """:func:`full_text_prompts` for one sample (a file read a sample at a time): the texts it wrote; the fragment
+    combinations with unknown ids are added to ``unknown`` (:func:`warn_unknown` names them)."""
+    written = 0
+    for cot in sample.generated_cot:
+        instruction, trigger = cot.instruction or None, cot.cot_trigger or None
+        if (instruction and instruction not in fragments.instructions) or (trigger and trigger not in fragments.cot_triggers):
+            unknown.add(f"{instruction}/{trigger}")
+            continue
+        templates = Templates(_template(cot.cot_trigger_template, DEFAULT_COT, VARIABLES), DEFAULT_ANSWER)
+        values = templates.values(sample, fragments, instruction, trigger)
+        if prompt_text and (overwrite or not cot.prompt_text):
+            cot.prompt_text = templates.cot_text(values)
+            written += 1
+        if not answer_extraction_text:
+            continue
+        for ans in cot.answers:
+            if not ans.answer_extraction or ans.answer_extraction not in fragments.answer_extractions:
                 continue
-            templates = Templates(_template(cot.cot_trigger_template, DEFAULT_COT, VARIABLES), DEFAULT_ANSWER)
-            values = templates.values(sample, fragments, instruction, trigger)
-            if prompt_text and (overwrite or not cot.prompt_text):
-                cot.prompt_text = templates.cot_text(values)
+            if overwrite or not ans.answer_extraction_text:
+                tpl = Templates(templates.cot, _template(ans.answer_extraction_template, DEFAULT_ANSWER, VARIABLES))
+                ans.answer_extraction_text = tpl.answer_text(values, cot.cot or "", fragments.answer_extraction(ans.answer_extraction))
                 written += 1
-            if not answer_extraction_text:
-                continue
-            for ans in cot.answers:
-                if not ans.answer_extraction or ans.answer_extraction not in fragments.answer_extractions:
-                    continue
-                if overwrite or not ans.answer_extraction_text:
-                    tpl = Templates(templates.cot, _template(ans.answer_extraction_template, DEFAULT_ANSWER, VARIABLES))
-                    ans.answer_extraction_text = tpl.answer_text(values, cot.cot or "", fragments.answer_extraction(ans.answer_extraction))
-                    written += 1
+    return written
+
+
+def warn_unknown(unknown: set[str]) -> None:
+    """The warning :func:`full_text_prompts` gives about fragment combinations with unknown ids."""
     if unknown:
         log.warning("full_text_prompts: left %d fragment combination(s) with unknown ids alone: %s", len(unknown), sorted(unknown)[:20])
-    return written
 
 
 def export_prompts(collection: Any, out: str | os.PathLike[str], **kwargs: Any) -> int:

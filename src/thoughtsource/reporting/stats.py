@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..io import FileSamples
 from ..schema import ANSWER_TYPES
 
 if TYPE_CHECKING:
@@ -270,19 +271,99 @@ def _texts(samples: Sequence[Any], name: str) -> list[str]:
 
 def count_table(collection: Collection) -> pd.DataFrame:
     """Per dataset and split: samples, samples per answer type, reference and generated CoTs."""
-    rows = []
-    for d, splits in collection:
-        for s, xs in splits.items():
-            types = Counter(x.type for x in xs)
-            rows.append({
-                "dataset": d, "split": s, "samples": len(xs),
-                **{t: types.get(t, 0) for t in ANSWER_TYPES},
-                "with_reference_cot": sum(1 for x in xs if any(step.strip() for step in x.cot)),
-                "with_generated_cot": sum(1 for x in xs if x.generated_cot),
-                "generated_cots": sum(len(x.generated_cot) for x in xs),
-            })
-    cols = ["dataset", "split", "samples", *ANSWER_TYPES, "with_reference_cot", "with_generated_cot", "generated_cots"]
-    return pd.DataFrame(rows, columns=cols)
+    from ..io import data_entries
+
+    acc = _Accumulator(get_tokenizer("word"), texts=False)
+    for e in data_entries(collection.data):
+        acc.add(e)
+    return acc.counts()
+
+
+COUNT_COLUMNS = ["dataset", "split", "samples", *ANSWER_TYPES, "with_reference_cot", "with_generated_cot", "generated_cots"]
+#: Texts of one field of one split tokenized at a time.
+ENCODE_BATCH = 2048
+
+
+@dataclass
+class _Split:
+    """What :func:`compute_stats` keeps of one split: its counts, and per field the token lengths of its texts and (for
+    the vocabulary and overlap fields) their token hashes, encoded a batch of texts at a time."""
+
+    samples: int = 0
+    types: Counter[str] = field(default_factory=Counter)
+    with_reference_cot: int = 0
+    with_generated_cot: int = 0
+    generated_cots: int = 0
+    pending: dict[str, list[str]] = field(default_factory=lambda: {f: [] for f in FIELDS})
+    lengths: dict[str, list[np.ndarray]] = field(default_factory=lambda: {f: [] for f in FIELDS})
+    hashes: dict[str, list[np.ndarray]] = field(default_factory=lambda: {f: [] for f in FIELDS})
+
+
+class _Accumulator:
+    """Samples in, one at a time (``io.Entry`` items: a file read a sample at a time, or a collection's data), in the
+    order :func:`compute_stats` reads them: per dataset, its splits in order of first sight."""
+
+    def __init__(self, tok: Tokenizer, *, texts: bool = True) -> None:
+        self.tok, self.texts = tok, texts
+        self.data: dict[str, dict[str, _Split]] = {}
+        self.t_tok = 0.0
+
+    def add(self, e: Any) -> None:
+        splits = self.data.setdefault(e.dataset, {})
+        if e.split is None:
+            return
+        sp = splits.setdefault(e.split, _Split())
+        x = e.sample
+        if x is None:
+            return
+        sp.samples += 1
+        sp.types[x.type] += 1
+        sp.with_reference_cot += any(step.strip() for step in x.cot)
+        sp.with_generated_cot += bool(x.generated_cot)
+        sp.generated_cots += len(x.generated_cot)
+        if not self.texts:
+            return
+        for name in FIELDS:
+            if name == "generated_cot":
+                sp.pending[name].extend(c.cot for c in x.generated_cot if c.cot and c.cot.strip())
+            else:
+                text = _texts([x], name)[0]
+                if text.strip():
+                    sp.pending[name].append(text)
+            if len(sp.pending[name]) >= ENCODE_BATCH:
+                self._encode(sp, name)
+
+    def _encode(self, sp: _Split, name: str) -> None:
+        texts = sp.pending[name]
+        if not texts:
+            return
+        t = time.perf_counter()
+        hashes, lens = self.tok.encode(texts)
+        self.t_tok += time.perf_counter() - t
+        sp.lengths[name].append(np.asarray(lens, dtype=np.int64))
+        if name in VOCABULARY_FIELDS or name in OVERLAP_FIELDS:
+            sp.hashes[name].append(hashes)
+        sp.pending[name] = []
+
+    def counts(self) -> pd.DataFrame:
+        rows = [{"dataset": d, "split": s, "samples": sp.samples, **{t: sp.types.get(t, 0) for t in ANSWER_TYPES},
+                 "with_reference_cot": sp.with_reference_cot, "with_generated_cot": sp.with_generated_cot,
+                 "generated_cots": sp.generated_cots}
+                for d, splits in self.data.items() for s, sp in splits.items()]
+        return pd.DataFrame(rows, columns=COUNT_COLUMNS)
+
+    def field(self, d: str, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(token hashes, token lengths, the split of each text) of one field of a dataset, its splits in order."""
+        splits = self.data[d]
+        for sp in splits.values():
+            self._encode(sp, name)
+        lens = [np.concatenate(sp.lengths[name]) if sp.lengths[name] else np.empty(0, dtype=np.int64) for sp in splits.values()]
+        hashes = [h for sp in splits.values() for h in sp.hashes[name]]
+        for sp in splits.values():  # what the tables need is taken: free it as the dataset is done
+            sp.lengths[name], sp.hashes[name] = [], []
+        labels = np.repeat(np.asarray(list(splits), dtype=object), [len(x) for x in lens]) if splits else np.empty(0, dtype=object)
+        flat = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64)
+        return flat, np.concatenate(lens) if lens else np.empty(0, dtype=np.int64), labels
 
 
 def summarize_lengths(lengths: pd.DataFrame) -> pd.DataFrame:
@@ -302,13 +383,19 @@ def summarize_lengths(lengths: pd.DataFrame) -> pd.DataFrame:
 
 
 def compute_stats(
-    collection: Collection,
+    collection: Collection | FileSamples,
     *,
     tokenizer: str | Tokenizer = "word",
     n: int = 3,
     progress: bool = True,
+    split: str | None = None,
+    sort_datasets: bool = False,
 ) -> StatsReport:
-    """Counts, token lengths, vocabulary sizes and pairwise n-gram overlap of every dataset in ``collection``."""
+    """Counts, token lengths, vocabulary sizes and pairwise n-gram overlap of every dataset in ``collection``.
+
+    A file too large to load is read a sample at a time (``io.FileSamples``): what is kept is per split its counts,
+    the token length of each text and the token hashes of the vocabulary and overlap fields (8 bytes a token), never
+    the texts.  ``split``: only that split (datasets without it left out); ``sort_datasets``: datasets by name."""
     from ..console import progress as make_progress
 
     tok = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
@@ -316,32 +403,31 @@ def compute_stats(
         raise ConfigError(f"n-gram size must be at least 1, got {n}")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    counts = count_table(collection)
+    acc = _Accumulator(tok)
+    from ..io import data_entries, iter_entries
+
+    for e in iter_entries(collection.path) if isinstance(collection, FileSamples) else data_entries(collection.data):
+        if split is None or e.split in (None, split):
+            acc.add(e)
+    if split is not None:  # datasets without the split are left out
+        acc.data = {d: sp for d, sp in acc.data.items() if sp}
+    if sort_datasets:
+        acc.data = dict(sorted(acc.data.items()))
+    counts = acc.counts()
     timings["counts"] = time.perf_counter() - t0
 
     length_parts: list[pd.DataFrame] = []
     vocab_rows: list[dict[str, Any]] = []
     ngram_sets: dict[str, dict[str, np.ndarray]] = {f: {} for f in OVERLAP_FIELDS}
-    t_tok = t_ngram = 0.0
-    datasets = list(collection)
+    t_ngram = 0.0
+    datasets = list(acc.data)
     with make_progress(enabled=progress) as bar:
         task = bar.add_task("statistics", total=len(datasets))
-        for d, splits in datasets:
-            samples = [x for xs in splits.values() for x in xs]
-            split_of = np.array([s for s, xs in splits.items() for _ in xs], dtype=object)
+        for d in datasets:
             vocab_parts: list[np.ndarray] = []
             for name in FIELDS:
-                t1 = time.perf_counter()
-                if name == "generated_cot":
-                    pairs = [(s, c.cot) for s, x in zip(split_of, samples, strict=True) for c in x.generated_cot if c.cot and c.cot.strip()]
-                    texts, text_splits = [p[1] for p in pairs], np.array([p[0] for p in pairs], dtype=object)
-                else:
-                    all_texts = _texts(samples, name)
-                    keep = [i for i, t in enumerate(all_texts) if t.strip()]
-                    texts, text_splits = [all_texts[i] for i in keep], split_of[keep] if keep else np.empty(0, dtype=object)
-                hashes, lens = tok.encode(texts)
-                t_tok += time.perf_counter() - t1
-                if texts:
+                hashes, lens, text_splits = acc.field(d, name)
+                if len(lens):
                     length_parts.append(pd.DataFrame({"dataset": d, "split": text_splits, "field": name, "length": lens}))
                 if name in VOCABULARY_FIELDS:
                     vocab_parts.append(hashes)
@@ -351,8 +437,9 @@ def compute_stats(
                     t_ngram += time.perf_counter() - t2
             flat = np.concatenate(vocab_parts) if vocab_parts else np.empty(0, dtype=np.uint64)
             vocab_rows.append({"dataset": d, "tokens": int(flat.size), "vocabulary": int(unique_sorted(flat).size)})
-            log.debug("%s: %d samples", d, len(samples))
+            log.debug("%s: %d samples", d, sum(sp.samples for sp in acc.data[d].values()))
             bar.advance(task)
+    t_tok = acc.t_tok
     timings["tokenize"] = t_tok
     timings["ngrams"] = t_ngram
 

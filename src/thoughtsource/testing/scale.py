@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,3 +48,18 @@ def write_replicated(collection: dict[str, Any], out: Path, size: int, *, trace_
             fh.write("]}")
         fh.write("}\n")
     return stats
+
+
+def run_capped(code: str, cap_mb: int, *, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """Run Python ``code`` in a fresh interpreter whose address space is capped at ``cap_mb`` MB (``RLIMIT_AS``), with one
+    OpenMP / BLAS thread (a thread pool reserves address space): how the bounded-memory tests show what fits."""
+    cap = cap_mb << 20
+    prog = f"import resource\nresource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))\n{code}"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def run_cli_capped(argv: list[str], cap_mb: int, *, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """``thoughtsource ARGV`` under :func:`run_capped`."""
+    return run_capped(f"import sys\nfrom thoughtsource.cli import main\nsys.argv = {['thoughtsource', *argv]!r}\nmain()", cap_mb,
+                      timeout=timeout)
