@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .prefix_decode import Row as PrefixRow
+
 #: prompt widths and max_new are rounded up to a multiple of this, so buffers and graphs are reused across batches
 ROUND = 32
 #: decoding steps between two looks of the host at the device's ``done`` flags (and the stop strings)
@@ -40,10 +42,9 @@ MAX_SLOTS = 4
 
 
 @dataclass
-class Row:
-    ids: list[int]
-    max_new: int
-    stop: tuple[str, ...] = ()
+class Row(PrefixRow):
+    """A prefix decoder's row (prompt ids, max new tokens, stop strings) with its sampling settings."""
+
     temperature: float = 0.0
     top_p: float = 1.0
 
