@@ -218,20 +218,7 @@ class Collection:
                 target.append(_copy(x))
                 index[x.id] = target[-1]
                 continue
-            where = f"{d}/{s}/{x.id}"
-            for key in ("question", "type", "choices", "answer", "cot", "context"):
-                if getattr(mine, key) != getattr(x, key):
-                    conflicts.append(f"{where}: field '{key}' differs; kept {getattr(mine, key)!r}")
-            by_id = {c.id: c for c in mine.generated_cot}
-            for cot in x.generated_cot:
-                if cot.id is None:  # no id to match by: keep it unless an identical copy is here
-                    if cot.to_dict() not in [c.to_dict() for c in mine.generated_cot]:
-                        mine.generated_cot.append(_copy(cot))
-                elif cot.id not in by_id:
-                    mine.generated_cot.append(_copy(cot))
-                    by_id[cot.id] = mine.generated_cot[-1]
-                else:
-                    conflicts.extend(_merge_cot(by_id[cot.id], cot, f"{where}/cot {cot.id}"))
+            conflicts.extend(merge_sample(mine, x, f"{d}/{s}/{x.id}"))
         for c in conflicts:
             log.warning("merge conflict: %s", c)
         result.merge_conflicts = self.merge_conflicts + conflicts
@@ -387,6 +374,27 @@ def _gc_paused() -> Iterator[None]:
                     gc.freeze()
                     gc.unfreeze()
                 gc.enable()
+
+
+def merge_sample(mine: Sample, theirs: Sample, where: str) -> list[str]:
+    """``theirs`` (a copy of the same sample, by id) merged into ``mine`` in place, as :meth:`Collection.merge` merges
+    two samples: new CoTs appended, answers and annotations of a CoT in both added; the conflicts returned (not logged),
+    ``where`` their prefix (``dataset/split/id``)."""
+    conflicts = []
+    for key in ("question", "type", "choices", "answer", "cot", "context"):
+        if getattr(mine, key) != getattr(theirs, key):
+            conflicts.append(f"{where}: field '{key}' differs; kept {getattr(mine, key)!r}")
+    by_id = {c.id: c for c in mine.generated_cot}
+    for cot in theirs.generated_cot:
+        if cot.id is None:  # no id to match by: keep it unless an identical copy is here
+            if cot.to_dict() not in [c.to_dict() for c in mine.generated_cot]:
+                mine.generated_cot.append(_copy(cot))
+        elif cot.id not in by_id:
+            mine.generated_cot.append(_copy(cot))
+            by_id[cot.id] = mine.generated_cot[-1]
+        else:
+            conflicts.extend(_merge_cot(by_id[cot.id], cot, f"{where}/cot {cot.id}"))
+    return conflicts
 
 
 def _merge_cot(mine: GeneratedCot, theirs: GeneratedCot, where: str) -> list[str]:
