@@ -251,3 +251,24 @@ def test_cli_merge_streams_and_reports(examples_dir: Path, tmp_path: Path) -> No
     r = CliRunner().invoke(app, ["runs", "merge", str(tmp_path / "missing.json"), "--out", str(tmp_path / "m.json")])
     assert isinstance(r.exception, DataError) and "no such file" in str(r.exception)  # main() prints it as one line
     assert not (tmp_path / "m.json").exists()
+
+
+def test_merge_finishes_under_a_memory_cap_the_loaded_merge_exceeds(examples_dir: Path, tmp_path: Path) -> None:
+    """Two 40 MB runs of the same 9,564 samples (the released GPT-3.5 run's, new ids), so that every sample of the
+    second is merged into the first's, are merged by ``runs merge`` under RLIMIT_AS of 300 MB; the loaded merge
+    (``merge_folder``, what the command ran before) runs out of memory under the same cap (measured: 59 MB peak RSS
+    streamed, 452 MB loaded; docs/large-files.md)."""
+    from thoughtsource.testing.scale import run_capped
+
+    obj = json.loads((examples_dir / "model_runs" / GPT35).read_text())
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    written = write_replicated(obj, a, 40 << 20)
+    shutil.copy(a, b)
+    out = tmp_path / "merged.json"
+    p = run_cli_capped(["runs", "merge", str(a), str(b), "--out", str(out)], 300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"merged 2 files: {written.samples} samples, 0 conflicts" in p.stderr + p.stdout
+    merged = json.loads(out.read_text())
+    assert sum(len(x["generated_cot"]) for sp in merged.values() for xs in sp.values() for x in xs) == written.cots
+    p = run_capped(f"from thoughtsource.reporting.runs import merge_folder\nmerge_folder([{str(a)!r}, {str(b)!r}])", 300)
+    assert p.returncode != 0 and "MemoryError" in p.stderr, p.stderr[-3000:]
