@@ -8,7 +8,6 @@ path (ThoughtSource JSON, JSONL or Parquet).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -169,57 +168,20 @@ def merge_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     """:func:`merge_folder` written to ``out`` without holding the files: the same file, byte for byte, and the same
     conflicts, in memory independent of the number of samples.
 
-    Each file is read a sample at a time (:class:`~thoughtsource.io.FileSamples`) into an on-disk SQLite index next to
-    ``out`` (one row per sample id, its JSON and its place of first appearance: as much free disk as the output). A
-    sample seen before is read back, merged as :meth:`Collection.merge` merges it
-    (:func:`~thoughtsource.collection.merge_sample`) and written back; the rows are then written out in order of first
-    appearance (:func:`~thoughtsource.io.write_entries`), grouped by dataset and split as the merged collection is.
+    Each file is read a sample at a time (:class:`~thoughtsource.io.FileSamples`) into an on-disk index next to ``out``
+    (:class:`~thoughtsource.collection.MergeIndex`: as much free disk as the output), then written out in order of
+    first appearance (:func:`~thoughtsource.io.write_entries`), grouped by dataset and split as the merged collection is.
     """
-    import sqlite3
-    import tempfile
-
-    from ..collection import merge_sample
-    from ..io import Entry, FileSamples, parse_record, write_entries
+    from ..collection import MergeIndex
+    from ..io import FileSamples, write_entries
 
     files = _files(paths, pattern)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     conflicts: list[str] = []
-    with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.parent) as tmp:
-        db = sqlite3.connect(Path(tmp) / "merge.sqlite", isolation_level=None)
-        try:
-            db.execute("PRAGMA journal_mode=OFF")
-            db.execute("PRAGMA synchronous=OFF")
-            db.execute("CREATE TABLE samples (seq INTEGER PRIMARY KEY, dataset TEXT, split TEXT, id TEXT, doc TEXT, "
-                       "UNIQUE (dataset, split, id))")
-            db.execute("BEGIN")
-            for path in files:
-                found: list[str] = []  # logged after each file, as merge_folder's merges log them
-                for d, s, x in FileSamples(path).samples():
-                    row = db.execute("SELECT seq, doc FROM samples WHERE dataset = ? AND split = ? AND id = ?",
-                                     (d, s, x.id)).fetchone()
-                    if row is None:
-                        db.execute("INSERT INTO samples (dataset, split, id, doc) VALUES (?, ?, ?, ?)",
-                                   (d, s, x.id, json.dumps(x.to_dict(), ensure_ascii=False)))
-                        continue
-                    mine = parse_record(json.loads(row[1]), 0, path=None, dataset=d, split=s)
-                    found.extend(merge_sample(mine, x, f"{d}/{s}/{x.id}"))
-                    db.execute("UPDATE samples SET doc = ? WHERE seq = ?", (json.dumps(mine.to_dict(), ensure_ascii=False), row[0]))
-                for c in found:
-                    log.warning("merge conflict: %s", c)
-                conflicts.extend(found)
-            db.execute("COMMIT")
-
-            def entries() -> Iterable[Entry]:
-                counts: dict[tuple[str, str], int] = {}
-                for d, s, doc in db.execute("SELECT dataset, split, doc FROM samples ORDER BY seq"):
-                    i = counts.get((d, s), 0)
-                    counts[(d, s)] = i + 1
-                    yield Entry(d, s, parse_record(json.loads(doc), i, path=None, dataset=d, split=s), i)
-
-            n, _ = write_entries(entries(), out, fmt)
-        finally:
-            db.close()
+    with MergeIndex(out.parent) as index:
+        for path in files:
+            conflicts.extend(index.add(FileSamples(path).samples()))
+        n, _ = write_entries(index.entries(), out, fmt)
     return StreamedMerge(files, n, conflicts)
 
 
