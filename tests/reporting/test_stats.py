@@ -405,3 +405,26 @@ def test_stats_of_several_inputs_merged_on_disk_equal_those_of_the_loaded_merge(
     streamed = _merged_stats(names, files, shared_data, False, split, "word", 2, tmp_path / "out")
     _assert_same_report(stats.compute_stats(loaded, progress=False, n=2), streamed)
     assert [p.name for p in (tmp_path / "out").iterdir()] == []  # the index removed
+
+
+def test_stats_of_two_files_finish_under_a_memory_cap_the_loaded_merge_exceeds(examples_dir: Path, tmp_path: Path):
+    """``stats --file A --file B`` on two 40 MB runs of the same 9,564 samples (the released GPT-3.5 run's, new ids)
+    under RLIMIT_AS of 450 MB; loading and merging them (what the command did before) runs out of memory under the
+    same cap (measured: 189 MB peak RSS streamed, 534 MB loaded; docs/large-files.md)."""
+    import shutil
+
+    from thoughtsource.testing.scale import run_capped, run_cli_capped, write_replicated
+
+    run = "model_runs/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    written = write_replicated(json.loads((examples_dir / run).read_text()), a, 40 << 20)
+    shutil.copy(a, b)
+    out = tmp_path / "out"
+    p = run_cli_capped(["stats", "--file", str(a), "--file", str(b), "--out", str(out), "--no-plots"], 450)
+    assert p.returncode == 0, p.stderr[-3000:]
+    data = json.loads((out / "stats.json").read_text())
+    assert sum(r["samples"] for r in data["counts"]) == written.samples  # every sample of B merged into A's
+    assert sum(r["generated_cots"] for r in data["counts"]) == written.cots
+    p = run_capped("from thoughtsource import Collection\nfrom thoughtsource.reporting.stats import compute_stats\n"
+                   f"compute_stats(Collection.load({str(a)!r}).merge(Collection.load({str(b)!r})), progress=False)", 450)
+    assert p.returncode != 0 and "MemoryError" in p.stderr, p.stderr[-3000:]
