@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -471,3 +472,45 @@ def test_sft_export_finishes_under_a_memory_cap_that_loading_exceeds(gpt35: Path
     import pyarrow.parquet as pq
 
     assert pq.ParquetFile(out / "data" / "train-00000-of-00001.parquet").metadata.num_rows == written.cots
+
+
+def _loaded_preference(files: list[Path], max_pairs: int | None, include: bool) -> tuple[list[dict], Counter]:
+    """The preference records as built before issue 33 streamed them: the loaded files' CoTs grouped in a dict."""
+    from thoughtsource import training_data as td
+
+    left: Counter[str] = Counter()
+    groups: dict[tuple, list] = {}
+    for c in td.collection_cots(td.load_sources(files), (), left, include):
+        if c.correct is None:
+            left["CoT without a correctness mark"] += 1
+            continue
+        groups.setdefault((c.dataset, c.split, c.sample_id, c.model, c.prompt), []).append(c)
+    return [r for cots in groups.values() for r in td._pairs(cots, max_pairs, left)], left
+
+
+def test_streamed_preference_writes_the_pairs_of_the_loaded_sources(examples_dir: Path, sc_runs: list[Path],
+                                                                   tmp_path: Path) -> None:
+    """preference reads each file a sample at a time and groups the CoTs of a prompt on disk (they may come from
+    several files): the pairs, in order, and what was left out are those of the loaded files grouped in memory, over
+    real runs, an annotated file and self-consistency runs, one of them split over two files (a prompt's sampled CoTs
+    half in each, so its pairs join CoTs of both files)."""
+    from thoughtsource import training_data as td
+    from thoughtsource.io import write_json
+
+    doc = json.loads(sc_runs[0].read_text())
+    halves = []
+    for h in (0, 1):
+        part = {d: {s: [dict(x, generated_cot=x["generated_cot"][h::2]) for x in xs] for s, xs in sp.items()} for d, sp in doc.items()}
+        halves.append(tmp_path / f"half{h}.json")
+        write_json(halves[-1], part)
+    files = [examples_dir / GPT35, examples_dir / ANNOTATED, sc_runs[1], *halves]
+    for max_pairs, include in ((None, False), (2, True)):
+        loaded, left = _loaded_preference(files, max_pairs, include)
+        assert not any(isinstance(c, Collection) for _, c in td.load_sources(files, stream=True).collections)
+        out = tmp_path / f"pref-{max_pairs}"
+        result = export("preference", files, out, max_pairs_per_prompt=max_pairs, include_eval_splits=include)
+        assert len(loaded) > 20 and result.records == len(loaded)
+        assert list(read_records(out)) == loaded
+        assert result.left_out == dict(left.most_common())
+        assert any(" / " in r["source"] for r in loaded)  # pairs across the two halves
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["half0.json", "half1.json", "pref-2", "pref-None"]  # no index left
