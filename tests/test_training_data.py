@@ -514,3 +514,35 @@ def test_streamed_preference_writes_the_pairs_of_the_loaded_sources(examples_dir
         assert result.left_out == dict(left.most_common())
         assert any(" / " in r["source"] for r in loaded)  # pairs across the two halves
     assert sorted(p.name for p in tmp_path.iterdir()) == ["half0.json", "half1.json", "pref-2", "pref-None"]  # no index left
+
+
+@pytest.mark.parametrize("fmt", ["stepwise", "prm800k"])
+def test_streamed_step_exports_write_the_records_of_the_loaded_sources(fmt: str, step_db, examples_dir: Path,
+                                                                       tmp_path: Path) -> None:
+    """stepwise and prm800k read the files a sample at a time, merge them on disk and look the labelled samples up
+    there (before: the annotator's ServedData merged them in memory): the records and what was left out are the
+    loaded sources', with the labels in an annotation database or inside the exported file, the annotated file given
+    beside another real run that shares none of its samples and beside a copy of itself (every sample merged)."""
+    from thoughtsource import training_data as td
+
+    db, data, _ = step_db
+    exported = tmp_path / "exported.json"
+    res = CliRunner().invoke(app, ["annotations", "export", str(data), "--db", str(db), "-o", str(exported)])
+    assert res.exit_code == 0, res.output
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(exported.read_bytes())
+    for sources in ([db, data, examples_dir / GPT35], [exported, examples_dir / GPT35, copy]):
+        for include in (True, False):
+            left: Counter[str] = Counter()
+            loaded = td.BUILDERS[fmt](td.load_sources(sources), left_out=left, include_eval_splits=include)
+            assert not any(isinstance(c, Collection) for _, c in td.load_sources(sources, stream=True).collections)
+            out = tmp_path / f"{fmt}-{len(sources)}-{include}-{sources[0].suffix}"
+            try:
+                result = export(fmt, sources, out, include_eval_splits=include)
+            except DataError as e:  # none left: the same for the loaded sources
+                assert not loaded and "no " in str(e)
+                continue
+            assert len(loaded) >= 2 and result.records == len(loaded)
+            assert list(read_records(out)) == loaded
+            assert result.left_out == dict(left.most_common())
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no index left

@@ -429,6 +429,14 @@ class MergeIndex:
             log.warning("merge conflict: %s", c)
         return conflicts
 
+    def get(self, dataset: str, split: str, sample_id: str) -> Sample | None:
+        """The merged sample of that id (a fresh object: changing it changes nothing here), or None."""
+        import json
+
+        row = self._db.execute("SELECT doc FROM samples WHERE dataset = ? AND split = ? AND id = ?",
+                               (dataset, split, sample_id)).fetchone()
+        return None if row is None else io.parse_record(json.loads(row[0]), 0, path=None, dataset=dataset, split=split)
+
     def entries(self) -> Iterator[io.Entry]:
         import json
 

@@ -499,18 +499,65 @@ def _pairs(cots: list[Cot], max_pairs_per_prompt: int | None, left_out: Counter[
         }
 
 
+class _IndexedCots:
+    """The lookup of samples and CoTs that ``web.data.prm_records`` needs, over an on-disk :class:`MergeIndex` of the
+    files (as ``ServedData`` merges them in memory): each sample read back when asked for."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+
+    def item(self, dataset: str, split: str, sample_id: str) -> Any:
+        from .web.data import Item, NotFound
+
+        sample = self.index.get(dataset, split, sample_id)
+        if sample is None:
+            raise NotFound("no such sample in the served data")
+        return Item(0, dataset, split, sample)
+
+    def cot(self, ref: Any) -> GeneratedCot:
+        from .web.data import NotFound
+
+        item = self.item(ref.dataset, ref.split, ref.sample_id)
+        for cid, c in zip(item.cot_ids, item.sample.generated_cot, strict=True):
+            if cid == ref.cot_id:
+                return c
+        raise NotFound("no such generated CoT in this sample")
+
+
 def step_records(src: Sources, *, models: Sequence[str] = (), left_out: Counter[str],
-                 include_eval_splits: bool = False) -> list[dict[str, Any]]:
+                 include_eval_splits: bool = False, work_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
     """The step labels (adjudicated, else agreed) of the database or of the files, as ``ServedData.prm_records``
-    gives them, with the prompt; CoTs whose steps carry no label are left out."""
-    from .web.data import ServedData, rows_from_collection
+    gives them, with the prompt; CoTs whose steps carry no label are left out.
+
+    Files read a sample at a time (``io.FileSamples``) are merged by sample id on disk (:class:`MergeIndex` in
+    ``work_dir``, the system's temp folder if None) and the labelled samples looked up there: memory holds the labels
+    and the records (of the labelled CoTs only), not the files."""
+    import contextlib
+
+    from .collection import MergeIndex
+    from .web.data import ServedData
 
     if src.star_runs:
         raise DataError(
             "a STaR run has no step labels; step labels come from ThoughtSource files or an annotation database",
             path=str(src.star_runs[0]),
         )
-    data = ServedData.from_collections(src.collections)
+    with contextlib.ExitStack() as stack:
+        if all(isinstance(c, Collection) for _, c in src.collections):
+            data: Any = ServedData.from_collections(src.collections)
+        else:
+            index = stack.enter_context(MergeIndex(work_dir if work_dir is not None else tempfile.gettempdir()))
+            for _, c in src.collections:
+                index.add(c.samples())
+            data = _IndexedCots(index)
+        return _step_records(src, data, models, left_out, include_eval_splits)
+
+
+def _step_records(src: Sources, data: Any, models: Sequence[str], left_out: Counter[str],
+                  include_eval_splits: bool) -> list[dict[str, Any]]:
+    """:func:`step_records` over ``data`` (``ServedData`` or :class:`_IndexedCots`)."""
+    from .web.data import prm_records, rows_from_collection
+
     if src.database is not None:
         from .web.db import AnnotationDB
 
@@ -522,7 +569,7 @@ def step_records(src: Sources, *, models: Sequence[str] = (), left_out: Counter[
             r, f = rows_from_collection(c)
             rows += r
             final += f
-    records, unresolved = data.prm_records(rows, final)
+    records, unresolved = prm_records(data, rows, final)
     if not records and not unresolved:
         from .web.db import STEP_KEY
 
@@ -579,14 +626,14 @@ def stepwise_records(src: Sources, **kw: Any) -> list[dict[str, Any]]:
             "annotator": r["annotator"],
         }
         for r in step_records(src, models=kw.get("models", ()), left_out=kw["left_out"],
-                              include_eval_splits=kw.get("include_eval_splits", False))
+                              include_eval_splits=kw.get("include_eval_splits", False), work_dir=kw.get("work_dir"))
     ]
 
 
 def prm800k_records(src: Sources, **kw: Any) -> list[dict[str, Any]]:
     out = []
     for r in step_records(src, models=kw.get("models", ()), left_out=kw["left_out"],
-                          include_eval_splits=kw.get("include_eval_splits", False)):
+                          include_eval_splits=kw.get("include_eval_splits", False), work_dir=kw.get("work_dir")):
         steps = [
             {
                 "completions": [{"text": s, "rating": v, "flagged": False}],
@@ -662,7 +709,7 @@ def export(
     out = Path(out)
     if out.exists() and not (out.is_dir() and (force or not any(out.iterdir()))):
         raise DataError("exists and is not an empty folder; pass --force to replace it", path=str(out))
-    src = load_sources(sources, stream=format in STREAMED)
+    src = load_sources(sources, stream=format in STREAMED_READ)
     left_out: Counter[str] = Counter()
     iteration = star_iteration or ("all" if format == "preference" else "last")
     kwargs: dict[str, Any] = {
@@ -721,6 +768,9 @@ def _record_model(format: str, r: dict[str, Any]) -> str:
 #: Formats whose records are written as they are made: memory does not follow the sources (files read a sample at a
 #: time, the Parquet file written RECORD_BATCH records at a time); the others build their records first.
 STREAMED = ("sft", "messages", "preference")
+#: Formats whose sources are read a sample at a time (stepwise / prm800k: the labelled samples looked up in an on-disk
+#: index; their records, of the labelled CoTs only, are built before they are written)
+STREAMED_READ = (*STREAMED, "stepwise", "prm800k")
 RECORD_BATCH = 4096
 #: ... or fewer: a batch ends when its texts reach this many characters (800 records of 20 KB reasoning traces)
 BATCH_CHARS = 16_000_000
