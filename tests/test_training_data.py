@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -471,3 +472,77 @@ def test_sft_export_finishes_under_a_memory_cap_that_loading_exceeds(gpt35: Path
     import pyarrow.parquet as pq
 
     assert pq.ParquetFile(out / "data" / "train-00000-of-00001.parquet").metadata.num_rows == written.cots
+
+
+def _loaded_preference(files: list[Path], max_pairs: int | None, include: bool) -> tuple[list[dict], Counter]:
+    """The preference records as built before issue 33 streamed them: the loaded files' CoTs grouped in a dict."""
+    from thoughtsource import training_data as td
+
+    left: Counter[str] = Counter()
+    groups: dict[tuple, list] = {}
+    for c in td.collection_cots(td.load_sources(files), (), left, include):
+        if c.correct is None:
+            left["CoT without a correctness mark"] += 1
+            continue
+        groups.setdefault((c.dataset, c.split, c.sample_id, c.model, c.prompt), []).append(c)
+    return [r for cots in groups.values() for r in td._pairs(cots, max_pairs, left)], left
+
+
+def test_streamed_preference_writes_the_pairs_of_the_loaded_sources(examples_dir: Path, sc_runs: list[Path],
+                                                                   tmp_path: Path) -> None:
+    """preference reads each file a sample at a time and groups the CoTs of a prompt on disk (they may come from
+    several files): the pairs, in order, and what was left out are those of the loaded files grouped in memory, over
+    real runs, an annotated file and self-consistency runs, one of them split over two files (a prompt's sampled CoTs
+    half in each, so its pairs join CoTs of both files)."""
+    from thoughtsource import training_data as td
+    from thoughtsource.io import write_json
+
+    doc = json.loads(sc_runs[0].read_text())
+    halves = []
+    for h in (0, 1):
+        part = {d: {s: [dict(x, generated_cot=x["generated_cot"][h::2]) for x in xs] for s, xs in sp.items()} for d, sp in doc.items()}
+        halves.append(tmp_path / f"half{h}.json")
+        write_json(halves[-1], part)
+    files = [examples_dir / GPT35, examples_dir / ANNOTATED, sc_runs[1], *halves]
+    for max_pairs, include in ((None, False), (2, True)):
+        loaded, left = _loaded_preference(files, max_pairs, include)
+        assert not any(isinstance(c, Collection) for _, c in td.load_sources(files, stream=True).collections)
+        out = tmp_path / f"pref-{max_pairs}"
+        result = export("preference", files, out, max_pairs_per_prompt=max_pairs, include_eval_splits=include)
+        assert len(loaded) > 20 and result.records == len(loaded)
+        assert list(read_records(out)) == loaded
+        assert result.left_out == dict(left.most_common())
+        assert any(" / " in r["source"] for r in loaded)  # pairs across the two halves
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["half0.json", "half1.json", "pref-2", "pref-None"]  # no index left
+
+
+@pytest.mark.parametrize("fmt", ["stepwise", "prm800k"])
+def test_streamed_step_exports_write_the_records_of_the_loaded_sources(fmt: str, step_db, examples_dir: Path,
+                                                                       tmp_path: Path) -> None:
+    """stepwise and prm800k read the files a sample at a time, merge them on disk and look the labelled samples up
+    there (before: the annotator's ServedData merged them in memory): the records and what was left out are the
+    loaded sources', with the labels in an annotation database or inside the exported file, the annotated file given
+    beside another real run that shares none of its samples and beside a copy of itself (every sample merged)."""
+    from thoughtsource import training_data as td
+
+    db, data, _ = step_db
+    exported = tmp_path / "exported.json"
+    res = CliRunner().invoke(app, ["annotations", "export", str(data), "--db", str(db), "-o", str(exported)])
+    assert res.exit_code == 0, res.output
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(exported.read_bytes())
+    for sources in ([db, data, examples_dir / GPT35], [exported, examples_dir / GPT35, copy]):
+        for include in (True, False):
+            left: Counter[str] = Counter()
+            loaded = td.BUILDERS[fmt](td.load_sources(sources), left_out=left, include_eval_splits=include)
+            assert not any(isinstance(c, Collection) for _, c in td.load_sources(sources, stream=True).collections)
+            out = tmp_path / f"{fmt}-{len(sources)}-{include}-{sources[0].suffix}"
+            try:
+                result = export(fmt, sources, out, include_eval_splits=include)
+            except DataError as e:  # none left: the same for the loaded sources
+                assert not loaded and "no " in str(e)
+                continue
+            assert len(loaded) >= 2 and result.records == len(loaded)
+            assert list(read_records(out)) == loaded
+            assert result.left_out == dict(left.most_common())
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no index left

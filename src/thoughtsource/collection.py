@@ -218,20 +218,7 @@ class Collection:
                 target.append(_copy(x))
                 index[x.id] = target[-1]
                 continue
-            where = f"{d}/{s}/{x.id}"
-            for key in ("question", "type", "choices", "answer", "cot", "context"):
-                if getattr(mine, key) != getattr(x, key):
-                    conflicts.append(f"{where}: field '{key}' differs; kept {getattr(mine, key)!r}")
-            by_id = {c.id: c for c in mine.generated_cot}
-            for cot in x.generated_cot:
-                if cot.id is None:  # no id to match by: keep it unless an identical copy is here
-                    if cot.to_dict() not in [c.to_dict() for c in mine.generated_cot]:
-                        mine.generated_cot.append(_copy(cot))
-                elif cot.id not in by_id:
-                    mine.generated_cot.append(_copy(cot))
-                    by_id[cot.id] = mine.generated_cot[-1]
-                else:
-                    conflicts.extend(_merge_cot(by_id[cot.id], cot, f"{where}/cot {cot.id}"))
+            conflicts.extend(merge_sample(mine, x, f"{d}/{s}/{x.id}"))
         for c in conflicts:
             log.warning("merge conflict: %s", c)
         result.merge_conflicts = self.merge_conflicts + conflicts
@@ -387,6 +374,98 @@ def _gc_paused() -> Iterator[None]:
                     gc.freeze()
                     gc.unfreeze()
                 gc.enable()
+
+
+class MergeIndex:
+    """Samples merged by id on disk, as :meth:`Collection.merge` merges collections, for inputs too large to load:
+    a SQLite file in ``folder`` with one row per ``(dataset, split, id)`` (its JSON and its place of first appearance).
+
+    ``add(samples)`` adds a source's samples in turn: a new id is inserted, one seen before is read back, merged
+    (:func:`merge_sample`) and written back; its conflicts are logged and returned.  ``entries()`` gives the merged
+    samples in order of first appearance, as ``Collection.merge`` of the sources in the order added holds them.
+    Memory: one sample at a time and SQLite's page cache; disk: about the size of the merged JSON.  A context manager
+    (the file is removed on exit)."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        import sqlite3
+        import tempfile
+
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        self._tmp = tempfile.TemporaryDirectory(prefix=".merge.", dir=folder)
+        self._db = sqlite3.connect(Path(self._tmp.name) / "merge.sqlite", isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=OFF")
+        self._db.execute("PRAGMA synchronous=OFF")
+        self._db.execute("CREATE TABLE samples (seq INTEGER PRIMARY KEY, dataset TEXT, split TEXT, id TEXT, doc TEXT, "
+                         "UNIQUE (dataset, split, id))")
+        self.samples = 0
+
+    def __enter__(self) -> MergeIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._db.close()
+        self._tmp.cleanup()
+
+    def add(self, samples: Iterable[tuple[str, str, Sample]]) -> list[str]:
+        import json
+
+        db = self._db
+        conflicts: list[str] = []
+        db.execute("BEGIN")
+        try:
+            for d, s, x in samples:
+                row = db.execute("SELECT seq, doc FROM samples WHERE dataset = ? AND split = ? AND id = ?", (d, s, x.id)).fetchone()
+                if row is None:
+                    db.execute("INSERT INTO samples (dataset, split, id, doc) VALUES (?, ?, ?, ?)",
+                               (d, s, x.id, json.dumps(x.to_dict(), ensure_ascii=False)))
+                    self.samples += 1
+                    continue
+                mine = io.parse_record(json.loads(row[1]), 0, path=None, dataset=d, split=s)
+                conflicts.extend(merge_sample(mine, x, f"{d}/{s}/{x.id}"))
+                db.execute("UPDATE samples SET doc = ? WHERE seq = ?", (json.dumps(mine.to_dict(), ensure_ascii=False), row[0]))
+        finally:
+            db.execute("COMMIT")
+        for c in conflicts:  # after the source, as Collection.merge logs them
+            log.warning("merge conflict: %s", c)
+        return conflicts
+
+    def get(self, dataset: str, split: str, sample_id: str) -> Sample | None:
+        """The merged sample of that id (a fresh object: changing it changes nothing here), or None."""
+        import json
+
+        row = self._db.execute("SELECT doc FROM samples WHERE dataset = ? AND split = ? AND id = ?",
+                               (dataset, split, sample_id)).fetchone()
+        return None if row is None else io.parse_record(json.loads(row[0]), 0, path=None, dataset=dataset, split=split)
+
+    def entries(self) -> Iterator[io.Entry]:
+        import json
+
+        counts: dict[tuple[str, str], int] = {}
+        for d, s, doc in self._db.execute("SELECT dataset, split, doc FROM samples ORDER BY seq"):
+            i = counts.get((d, s), 0)
+            counts[(d, s)] = i + 1
+            yield io.Entry(d, s, io.parse_record(json.loads(doc), i, path=None, dataset=d, split=s), i)
+
+
+def merge_sample(mine: Sample, theirs: Sample, where: str) -> list[str]:
+    """``theirs`` (a copy of the same sample, by id) merged into ``mine`` in place, as :meth:`Collection.merge` merges
+    two samples: new CoTs appended, answers and annotations of a CoT in both added; the conflicts returned (not logged),
+    ``where`` their prefix (``dataset/split/id``)."""
+    conflicts = []
+    for key in ("question", "type", "choices", "answer", "cot", "context"):
+        if getattr(mine, key) != getattr(theirs, key):
+            conflicts.append(f"{where}: field '{key}' differs; kept {getattr(mine, key)!r}")
+    by_id = {c.id: c for c in mine.generated_cot}
+    for cot in theirs.generated_cot:
+        if cot.id is None:  # no id to match by: keep it unless an identical copy is here
+            if cot.to_dict() not in [c.to_dict() for c in mine.generated_cot]:
+                mine.generated_cot.append(_copy(cot))
+        elif cot.id not in by_id:
+            mine.generated_cot.append(_copy(cot))
+            by_id[cot.id] = mine.generated_cot[-1]
+        else:
+            conflicts.extend(_merge_cot(by_id[cot.id], cot, f"{where}/cot {cot.id}"))
+    return conflicts
 
 
 def _merge_cot(mine: GeneratedCot, theirs: GeneratedCot, where: str) -> list[str]:

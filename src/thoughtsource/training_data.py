@@ -430,57 +430,134 @@ def preference_records(
     star_iteration: str = "all",
     left_out: Counter[str],
     include_eval_splits: bool = False,
+    work_dir: str | os.PathLike[str] | None = None,
     **_: Any,
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     """Every correct × incorrect pair of CoTs of one model for the same prompt (the first ``max_pairs_per_prompt``
     of each): chosen and rejected differ only in what the model wrote, not in the model or in the instruction and
-    trigger it was asked with."""
-    groups: dict[tuple[str, str, str, str, str], list[Cot]] = {}
-    for c in collection_cots(src, models, left_out, include_eval_splits):
-        if c.correct is None:
-            left_out["CoT without a correctness mark"] += 1
-            continue
-        groups.setdefault((c.dataset, c.split, c.sample_id, c.model, c.prompt), []).append(c)
-    out = []
-    for cots in groups.values():
-        good = [c for c in cots if c.correct]
-        bad = [c for c in cots if not c.correct]
-        if not good or not bad:
-            left_out["CoT without a CoT of the other verdict (same model and prompt)"] += len(cots)
-            continue
-        pairs = [(g, b) for g in good for b in bad][:max_pairs_per_prompt]
-        for g, b in pairs:
-            out.append(
-                {
-                    "prompt": g.prompt,
-                    "chosen": g.completion,
-                    "rejected": b.completion,
-                    "source": g.source if g.source == b.source else f"{g.source} / {b.source}",
-                    "dataset": g.dataset,
-                    "split": g.split,
-                    "sample_id": g.sample_id,
-                    "chosen_cot_id": g.cot_id,
-                    "rejected_cot_id": b.cot_id,
-                    "model": g.model,
-                }
-            )
+    trigger it was asked with.
+
+    The records one at a time.  A prompt's CoTs may come from several files, so the CoTs are grouped on disk first: each
+    goes to a SQLite file in ``work_dir`` (the system's temp folder if None) under its group (dataset, split, sample,
+    model, prompt), numbered in order of first appearance; the groups are then read back one at a time, in that order
+    (memory: one group; disk: the CoTs' texts)."""
+    import sqlite3
+
+    with tempfile.TemporaryDirectory(prefix=".preference.", dir=work_dir) as tmp:
+        db = sqlite3.connect(Path(tmp) / "groups.sqlite", isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=OFF")
+            db.execute("PRAGMA synchronous=OFF")
+            db.execute("CREATE TABLE groups (g INTEGER PRIMARY KEY, key BLOB UNIQUE)")
+            db.execute("CREATE TABLE cots (n INTEGER PRIMARY KEY, g INTEGER, cot TEXT)")
+            db.execute("BEGIN")
+            for c in collection_cots(src, models, left_out, include_eval_splits):
+                if c.correct is None:
+                    left_out["CoT without a correctness mark"] += 1
+                    continue
+                key = hashlib.sha256(json.dumps([c.dataset, c.split, c.sample_id, c.model, c.prompt]).encode()).digest()
+                row = db.execute("SELECT g FROM groups WHERE key = ?", (key,)).fetchone()
+                g = row[0] if row is not None else db.execute("INSERT INTO groups (key) VALUES (?)", (key,)).lastrowid
+                db.execute("INSERT INTO cots (g, cot) VALUES (?, ?)", (g, json.dumps(c.__dict__, ensure_ascii=False)))
+            db.execute("COMMIT")
+            db.execute("CREATE INDEX cots_g ON cots (g, n)")
+            cots: list[Cot] = []
+            group = None
+            for g, doc in db.execute("SELECT g, cot FROM cots ORDER BY g, n"):
+                if g != group and cots:
+                    yield from _pairs(cots, max_pairs_per_prompt, left_out)
+                    cots = []
+                group = g
+                cots.append(Cot(**json.loads(doc)))
+            if cots:
+                yield from _pairs(cots, max_pairs_per_prompt, left_out)
+        finally:
+            db.close()
     for run in src.star_runs:
-        out.extend(star_pairs(src, run, star_iteration, left_out))
-    return out
+        yield from star_pairs(src, run, star_iteration, left_out)
+
+
+def _pairs(cots: list[Cot], max_pairs_per_prompt: int | None, left_out: Counter[str]) -> Iterator[dict[str, Any]]:
+    """The preference records of one group of CoTs (one model, one prompt)."""
+    good = [c for c in cots if c.correct]
+    bad = [c for c in cots if not c.correct]
+    if not good or not bad:
+        left_out["CoT without a CoT of the other verdict (same model and prompt)"] += len(cots)
+        return
+    for g, b in [(g, b) for g in good for b in bad][:max_pairs_per_prompt]:
+        yield {
+            "prompt": g.prompt,
+            "chosen": g.completion,
+            "rejected": b.completion,
+            "source": g.source if g.source == b.source else f"{g.source} / {b.source}",
+            "dataset": g.dataset,
+            "split": g.split,
+            "sample_id": g.sample_id,
+            "chosen_cot_id": g.cot_id,
+            "rejected_cot_id": b.cot_id,
+            "model": g.model,
+        }
+
+
+class _IndexedCots:
+    """The lookup of samples and CoTs that ``web.data.prm_records`` needs, over an on-disk :class:`MergeIndex` of the
+    files (as ``ServedData`` merges them in memory): each sample read back when asked for."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+
+    def item(self, dataset: str, split: str, sample_id: str) -> Any:
+        from .web.data import Item, NotFound
+
+        sample = self.index.get(dataset, split, sample_id)
+        if sample is None:
+            raise NotFound("no such sample in the served data")
+        return Item(0, dataset, split, sample)
+
+    def cot(self, ref: Any) -> GeneratedCot:
+        from .web.data import NotFound
+
+        item = self.item(ref.dataset, ref.split, ref.sample_id)
+        for cid, c in zip(item.cot_ids, item.sample.generated_cot, strict=True):
+            if cid == ref.cot_id:
+                return c
+        raise NotFound("no such generated CoT in this sample")
 
 
 def step_records(src: Sources, *, models: Sequence[str] = (), left_out: Counter[str],
-                 include_eval_splits: bool = False) -> list[dict[str, Any]]:
+                 include_eval_splits: bool = False, work_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
     """The step labels (adjudicated, else agreed) of the database or of the files, as ``ServedData.prm_records``
-    gives them, with the prompt; CoTs whose steps carry no label are left out."""
-    from .web.data import ServedData, rows_from_collection
+    gives them, with the prompt; CoTs whose steps carry no label are left out.
+
+    Files read a sample at a time (``io.FileSamples``) are merged by sample id on disk (:class:`MergeIndex` in
+    ``work_dir``, the system's temp folder if None) and the labelled samples looked up there: memory holds the labels
+    and the records (of the labelled CoTs only), not the files."""
+    import contextlib
+
+    from .collection import MergeIndex
+    from .web.data import ServedData
 
     if src.star_runs:
         raise DataError(
             "a STaR run has no step labels; step labels come from ThoughtSource files or an annotation database",
             path=str(src.star_runs[0]),
         )
-    data = ServedData.from_collections(src.collections)
+    with contextlib.ExitStack() as stack:
+        if all(isinstance(c, Collection) for _, c in src.collections):
+            data: Any = ServedData.from_collections(src.collections)
+        else:
+            index = stack.enter_context(MergeIndex(work_dir if work_dir is not None else tempfile.gettempdir()))
+            for _, c in src.collections:
+                index.add(c.samples())
+            data = _IndexedCots(index)
+        return _step_records(src, data, models, left_out, include_eval_splits)
+
+
+def _step_records(src: Sources, data: Any, models: Sequence[str], left_out: Counter[str],
+                  include_eval_splits: bool) -> list[dict[str, Any]]:
+    """:func:`step_records` over ``data`` (``ServedData`` or :class:`_IndexedCots`)."""
+    from .web.data import prm_records, rows_from_collection
+
     if src.database is not None:
         from .web.db import AnnotationDB
 
@@ -492,7 +569,7 @@ def step_records(src: Sources, *, models: Sequence[str] = (), left_out: Counter[
             r, f = rows_from_collection(c)
             rows += r
             final += f
-    records, unresolved = data.prm_records(rows, final)
+    records, unresolved = prm_records(data, rows, final)
     if not records and not unresolved:
         from .web.db import STEP_KEY
 
@@ -549,14 +626,14 @@ def stepwise_records(src: Sources, **kw: Any) -> list[dict[str, Any]]:
             "annotator": r["annotator"],
         }
         for r in step_records(src, models=kw.get("models", ()), left_out=kw["left_out"],
-                              include_eval_splits=kw.get("include_eval_splits", False))
+                              include_eval_splits=kw.get("include_eval_splits", False), work_dir=kw.get("work_dir"))
     ]
 
 
 def prm800k_records(src: Sources, **kw: Any) -> list[dict[str, Any]]:
     out = []
     for r in step_records(src, models=kw.get("models", ()), left_out=kw["left_out"],
-                          include_eval_splits=kw.get("include_eval_splits", False)):
+                          include_eval_splits=kw.get("include_eval_splits", False), work_dir=kw.get("work_dir")):
         steps = [
             {
                 "completions": [{"text": s, "rating": v, "flagged": False}],
@@ -632,7 +709,7 @@ def export(
     out = Path(out)
     if out.exists() and not (out.is_dir() and (force or not any(out.iterdir()))):
         raise DataError("exists and is not an empty folder; pass --force to replace it", path=str(out))
-    src = load_sources(sources, stream=format in STREAMED)
+    src = load_sources(sources, stream=format in STREAMED_READ)
     left_out: Counter[str] = Counter()
     iteration = star_iteration or ("all" if format == "preference" else "last")
     kwargs: dict[str, Any] = {
@@ -642,6 +719,7 @@ def export(
         "max_pairs_per_prompt": max_pairs_per_prompt,
         "star_iteration": iteration,
         "include_eval_splits": include_eval_splits,
+        "work_dir": out.parent,
     }
     records = BUILDERS[format](src, **kwargs)
     model_counts: Counter[str] = Counter()
@@ -689,7 +767,10 @@ def _record_model(format: str, r: dict[str, Any]) -> str:
 
 #: Formats whose records are written as they are made: memory does not follow the sources (files read a sample at a
 #: time, the Parquet file written RECORD_BATCH records at a time); the others build their records first.
-STREAMED = ("sft", "messages")
+STREAMED = ("sft", "messages", "preference")
+#: Formats whose sources are read a sample at a time (stepwise / prm800k: the labelled samples looked up in an on-disk
+#: index; their records, of the labelled CoTs only, are built before they are written)
+STREAMED_READ = (*STREAMED, "stepwise", "prm800k")
 RECORD_BATCH = 4096
 #: ... or fewer: a batch ends when its texts reach this many characters (800 records of 20 KB reasoning traces)
 BATCH_CHARS = 16_000_000

@@ -24,6 +24,7 @@ from thoughtsource.reporting.runs import (
     full_text_prompts,
     highlight_best,
     length_outliers,
+    merge_files,
     merge_folder,
 )
 from thoughtsource.testing.scale import run_cli_capped, write_replicated
@@ -207,3 +208,67 @@ def test_runs_evaluate_has_evaluates_columns_units_and_mode(runs: Path, tmp_path
     assert r.exit_code == 2
     r = runner.invoke(app, ["evaluate", str(runs / gpt4), "--out", str(tmp_path / "ev")])
     assert r.exit_code == 0 and "mean over datasets" in r.output
+
+
+def _real_runs(examples_dir: Path) -> list[Path]:
+    return sorted((examples_dir / "model_runs").glob("*.json")) + sorted((examples_dir / "annotated").glob("*.json"))
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_streamed_merge_writes_what_the_loaded_merge_writes(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
+    """``runs merge`` reads each file a sample at a time into an on-disk index (issue 33): the file it writes is the
+    loaded merge's, byte for byte, with the same conflicts in the same order, over every released run and annotated
+    file (samples shared between files, CoTs with the same id and different annotations), in either order, with a
+    JSONL input among them and a file merged with itself (every sample merged again)."""
+    files = _real_runs(examples_dir)
+    edited = Collection.load(examples_dir / "model_runs" / GPT35)  # a JSONL copy that differs: conflicts to report
+    samples = [x for _, _, x in edited.samples()]
+    samples[0].question = "edited"
+    samples[1].generated_cot[0].cot = "edited"
+    samples[2].generated_cot[0].answers[0].answer = "edited"
+    jsonl = tmp_path / "gpt35.jsonl"
+    edited.to_jsonl(jsonl)
+    for order in ([*files, jsonl, files[0]], [files[0], jsonl, *reversed(files)]):
+        loaded = merge_folder(order)
+        expected = tmp_path / f"loaded.{fmt}"
+        loaded.collection.to_jsonl(expected) if fmt == "jsonl" else loaded.collection.dump(expected)
+        streamed = merge_files(order, tmp_path / f"streamed.{fmt}", fmt=fmt)
+        assert (tmp_path / f"streamed.{fmt}").read_bytes() == expected.read_bytes()
+        assert streamed.conflicts == loaded.conflicts and streamed.samples == len(loaded.collection)
+        assert streamed.files == loaded.files
+    assert len(loaded.conflicts) >= 3  # the edited copy against the others
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["gpt35.jsonl", f"loaded.{fmt}", f"streamed.{fmt}"])  # no index left
+
+
+def test_cli_merge_streams_and_reports(examples_dir: Path, tmp_path: Path) -> None:
+    runs = examples_dir / "model_runs"
+    out = tmp_path / "merged.json"
+    r = CliRunner().invoke(app, ["runs", "merge", str(runs / FLAN), str(runs / GPT35), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "merged 2 files: 402 samples, 0 conflicts" in r.output
+    merged = Collection.load(out)
+    assert len(merged) == 402 and sum(len(s.generated_cot) for _, _, s in merged.samples()) == 1206 * 2
+    r = CliRunner().invoke(app, ["runs", "merge", str(tmp_path / "missing.json"), "--out", str(tmp_path / "m.json")])
+    assert isinstance(r.exception, DataError) and "no such file" in str(r.exception)  # main() prints it as one line
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_merge_finishes_under_a_memory_cap_the_loaded_merge_exceeds(examples_dir: Path, tmp_path: Path) -> None:
+    """Two 40 MB runs of the same 9,564 samples (the released GPT-3.5 run's, new ids), so that every sample of the
+    second is merged into the first's, are merged by ``runs merge`` under RLIMIT_AS of 300 MB; the loaded merge
+    (``merge_folder``, what the command ran before) runs out of memory under the same cap (measured: 59 MB peak RSS
+    streamed, 452 MB loaded; docs/large-files.md)."""
+    from thoughtsource.testing.scale import run_capped
+
+    obj = json.loads((examples_dir / "model_runs" / GPT35).read_text())
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    written = write_replicated(obj, a, 40 << 20)
+    shutil.copy(a, b)
+    out = tmp_path / "merged.json"
+    p = run_cli_capped(["runs", "merge", str(a), str(b), "--out", str(out)], 300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"merged 2 files: {written.samples} samples, 0 conflicts" in p.stderr + p.stdout
+    merged = json.loads(out.read_text())
+    assert sum(len(x["generated_cot"]) for sp in merged.values() for xs in sp.values() for x in xs) == written.cots
+    p = run_capped(f"from thoughtsource.reporting.runs import merge_folder\nmerge_folder([{str(a)!r}, {str(b)!r}])", 300)
+    assert p.returncode != 0 and "MemoryError" in p.stderr, p.stderr[-3000:]

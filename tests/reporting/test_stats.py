@@ -362,3 +362,69 @@ def test_empty_and_tiny_collections(tmp_path: Path):
     row = r.overlap["question"].iloc[0]
     assert row.ngrams_a == 0 and math.isnan(row.overlap_coefficient)  # a 1-token question has no 3-grams
     assert len(stats_plots.write_all(r, tmp_path)) == 4
+
+
+def _loaded_merge(names: list[str], files: list[Path], data_dir: Path, split: str | None) -> Collection:
+    """What ``stats`` computed on before issue 33's streaming of several inputs: the files loaded and merged, each named
+    dataset loaded and the files' samples of it merged in, datasets by name, then the split filter."""
+    from thoughtsource import datasets as registry
+
+    collection = Collection()
+    for f in files:
+        collection = collection.merge(Collection.load(f))
+    data = dict(collection.data)
+    for name in names:
+        loaded = registry.load(name, splits=[split] if split else None, data_dir=data_dir)
+        data[name] = Collection(data={name: loaded}).merge(Collection(data={name: data[name]})).data[name] if name in data else loaded
+    if split:
+        data = {d: {s: xs for s, xs in sp.items() if s == split} for d, sp in data.items()}
+        data = {d: sp for d, sp in data.items() if sp}
+    return Collection(data=dict(sorted(data.items())))
+
+
+@pytest.mark.parametrize("names, split", [([], None), ([], "train"), (["strategy_qa", "worldtree"], None),
+                                          (["strategy_qa", "worldtree"], "train")])
+def test_stats_of_several_inputs_merged_on_disk_equal_those_of_the_loaded_merge(examples_dir: Path, shared_data: Path,
+                                                                                tmp_path: Path, names: list[str],
+                                                                                split: str | None,
+                                                                                monkeypatch: pytest.MonkeyPatch):
+    """``stats`` with several files or dataset names merges them by sample id on disk (``collection.MergeIndex``)
+    instead of in memory: every table equals that of the loaded merge, on real files (two runs of the same samples,
+    annotated files sharing them, WorldTree) and the real StrategyQA and WorldTree datasets, whose samples the files'
+    CoTs are merged into; with and without a split filter."""
+    from thoughtsource.cli.stats import _merged_stats
+
+    monkeypatch.setattr(stats, "ENCODE_BATCH", 7)
+    runs = examples_dir / "model_runs"
+    files = [examples_dir / "tests_unit_data" / "worldtree_100_dataset.json", examples_dir / "annotated" / "annotated_set.json",
+             runs / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json",
+             runs / "thoughtsource_67_huggingface_endpoint_flan-T5-xxl_None_None-kojima-01-zhou-01.json",
+             examples_dir / "annotated" / "annotated_st_davinci.json"]
+    loaded = _loaded_merge(names, files, shared_data, split)
+    assert len(loaded) > 0
+    streamed = _merged_stats(names, files, shared_data, False, split, "word", 2, tmp_path / "out")
+    _assert_same_report(stats.compute_stats(loaded, progress=False, n=2), streamed)
+    assert [p.name for p in (tmp_path / "out").iterdir()] == []  # the index removed
+
+
+def test_stats_of_two_files_finish_under_a_memory_cap_the_loaded_merge_exceeds(examples_dir: Path, tmp_path: Path):
+    """``stats --file A --file B`` on two 40 MB runs of the same 9,564 samples (the released GPT-3.5 run's, new ids)
+    under RLIMIT_AS of 520 MB; loading and merging them (what the command did before) runs out of memory under the
+    same cap (measured: 189 MB peak RSS streamed, 534 MB loaded; docs/large-files.md)."""
+    import shutil
+
+    from thoughtsource.testing.scale import run_capped, run_cli_capped, write_replicated
+
+    run = "model_runs/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    written = write_replicated(json.loads((examples_dir / run).read_text()), a, 40 << 20)
+    shutil.copy(a, b)
+    out = tmp_path / "out"
+    p = run_cli_capped(["stats", "--file", str(a), "--file", str(b), "--out", str(out), "--no-plots"], 520)
+    assert p.returncode == 0, p.stderr[-3000:]
+    data = json.loads((out / "stats.json").read_text())
+    assert sum(r["samples"] for r in data["counts"]) == written.samples  # every sample of B merged into A's
+    assert sum(r["generated_cots"] for r in data["counts"]) == written.cots
+    p = run_capped("from thoughtsource import Collection\nfrom thoughtsource.reporting.stats import compute_stats\n"
+                   f"compute_stats(Collection.load({str(a)!r}).merge(Collection.load({str(b)!r})), progress=False)", 520)
+    assert p.returncode != 0 and "MemoryError" in p.stderr, p.stderr[-3000:]

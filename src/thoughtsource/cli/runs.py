@@ -69,13 +69,15 @@ def merge(
     out: Path = typer.Option(..., "--out", help="Merged file (.json or .jsonl)."),
     pattern: str = typer.Option("*.json", "--pattern", help="Which files of a folder."),
 ) -> None:
-    """Merge files (every file of a folder) into one (CoTs of the same sample combined; conflicts listed, nothing overwritten)."""
-    from ..reporting.runs import merge_folder
+    """Merge files (every file of a folder) into one (CoTs of the same sample combined; conflicts listed, nothing overwritten).
+
+    The files are read a sample at a time into an on-disk index next to --out (as much free disk as the output).
+    """
+    from ..reporting.runs import merge_files
 
     check_out(out)
-    result = merge_folder(paths, pattern)
-    result.collection.to_jsonl(out) if out.suffix == ".jsonl" else result.collection.dump(out)
-    console.print(f"merged {len(result.files)} files: {len(result.collection)} samples, {len(result.conflicts)} conflicts → {out}",
+    result = merge_files(paths, out, pattern, fmt="jsonl" if out.suffix == ".jsonl" else "json")
+    console.print(f"merged {len(result.files)} files: {result.samples} samples, {len(result.conflicts)} conflicts → {out}",
                   highlight=False)
 
 

@@ -6,6 +6,7 @@ import logging
 import shlex
 import sys
 import time
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,7 +68,7 @@ def stats(
         note(f"{int(report.counts['samples'].sum()):,} samples in {len(report.datasets)} dataset(s): "
              f"{', '.join(report.datasets)}", highlight=False)
     else:
-        report = _loaded_stats(datasets or [], file or [], data_dir, all_available, split, tokenizer.value, n)
+        report = _merged_stats(datasets or [], file or [], data_dir, all_available, split, tokenizer.value, n, out)
     images: dict[str, str] = {}
     if not no_plots:
         from ..reporting.stats_plots import write_all
@@ -103,60 +104,55 @@ def _records(df) -> list[dict]:
     return df.astype(object).where(df.notna(), None).to_dict("records")
 
 
-def _loaded_stats(datasets: list[str], files: list[Path], data_dir: Path | None, all_available: bool, split: str | None,
-                  tokenizer: str, n: int) -> StatsReport:
-    """The statistics of named datasets and files, loaded and merged (:func:`_load`)."""
-    from ..collection import Collection
-    from ..reporting.stats import compute_stats
+def _merged_stats(datasets: list[str], files: list[Path], data_dir: Path | None, all_available: bool, split: str | None,
+                  tokenizer: str, n: int, out: Path) -> StatsReport:
+    """The statistics of named datasets and files, merged by sample id on disk (``collection.MergeIndex``, in ``out``).
 
-    collection = _load(datasets, files, data_dir, explicit=not all_available and (bool(datasets) or bool(files)), split=split)
-    if split:
-        collection = Collection(data={d: {s: xs for s, xs in sp.items() if s == split} for d, sp in collection.data.items()})
-        collection = Collection(data={d: sp for d, sp in collection.data.items() if sp})
-    if len(collection) == 0:
-        from ..errors import DataError
-
-        raise DataError("no samples to describe" + (f" (split {split!r})" if split else ""))
-    note(f"{len(collection):,} samples in {len(collection.names)} dataset(s): {', '.join(collection.names)}", highlight=False)
-    return compute_stats(collection, tokenizer=tokenizer, n=n)
-
-
-def _load(names: list[str], files: list[Path], data_dir: Path | None, explicit: bool, split: str | None = None):
-    """Named datasets and files merged into one collection.
-
-    Without names or files: every registered dataset, with the splits whose raw files are present
-    locally (nothing is downloaded).
+    The named datasets are loaded one at a time (each dataset's loader builds it in memory), then the files are read a
+    sample at a time; a file's samples of a named dataset are merged into the loaded ones by id (so the file's
+    generated CoTs are attached).  Without names or files: every registered dataset, with the splits whose raw files
+    are present locally (nothing is downloaded).  Memory: the largest named dataset, not their sum, nor the files'.
     """
     from .. import datasets as registry
-    from ..collection import Collection
+    from ..collection import MergeIndex
     from ..console import progress
+    from ..errors import DataError
+    from ..io import Entry, FileSamples
+    from ..reporting.stats import compute_stats
 
-    collection = Collection()
-    for f in files:
-        collection = collection.merge(Collection.load(f))
-    todo = names if explicit else registry.names()
-    data = dict(collection.data)
-    with progress() as bar:
-        task = bar.add_task("load datasets", total=len(todo))
-        for name in todo:
-            if explicit:
-                splits = [split] if split else None
-                loaded = registry.load(name, splits=splits, data_dir=data_dir)
-            else:
-                available = registry.available_splits(name, data_dir)
-                splits = [s for s in available if split is None or s == split]
-                if not splits:
-                    log.info("skipping %s: no raw files present%s", name, f" for split {split!r}" if split else "")
-                    bar.advance(task)
-                    continue
-                loaded = registry.load(name, splits=splits, data_dir=data_dir, download=False)
-            if name in data:  # also given as a file: samples merged by id, so the file's generated CoTs are attached
-                merged = Collection(data={name: loaded}).merge(Collection(data={name: data[name]}))
-                data[name] = merged.data[name]
-            else:
-                data[name] = loaded
-            bar.advance(task)
-    return Collection(data=dict(sorted(data.items())))
+    explicit = not all_available and (bool(datasets) or bool(files))
+    todo = datasets if explicit else registry.names()
+    markers: list[Entry] = []  # the named datasets' splits, empty ones included, in their order
+    with MergeIndex(out) as index:
+        with progress() as bar:
+            task = bar.add_task("load datasets", total=len(todo))
+            for name in todo:
+                if explicit:
+                    loaded = registry.load(name, splits=[split] if split else None, data_dir=data_dir)
+                else:
+                    splits = [s for s in registry.available_splits(name, data_dir) if split is None or s == split]
+                    if not splits:
+                        log.info("skipping %s: no raw files present%s", name, f" for split {split!r}" if split else "")
+                        bar.advance(task)
+                        continue
+                    loaded = registry.load(name, splits=splits, data_dir=data_dir, download=False)
+                markers += [Entry(name, None, None), *(Entry(name, s, None) for s in loaded)]
+                index.add((name, s, x) for s, xs in loaded.items() for x in xs)
+                del loaded
+                bar.advance(task)
+        for f in files:
+            index.add((d, s, x) for d, s, x in FileSamples(f).samples() if split is None or s == split)
+
+        def entries() -> Iterator[Entry]:
+            yield from markers
+            yield from index.entries()
+
+        report = compute_stats(entries(), tokenizer=tokenizer, n=n, split=split, sort_datasets=True)
+    total = int(report.counts["samples"].sum())
+    if not total:
+        raise DataError("no samples to describe" + (f" (split {split!r})" if split else ""))
+    note(f"{total:,} samples in {len(report.datasets)} dataset(s): {', '.join(report.datasets)}", highlight=False)
+    return report
 
 
 def register(app: typer.Typer) -> None:

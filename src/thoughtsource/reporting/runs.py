@@ -156,6 +156,35 @@ def merge_folder(folder: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     return FolderMerge(merged, files, list(merged.merge_conflicts))
 
 
+@dataclass
+class StreamedMerge:
+    files: list[Path]
+    samples: int
+    conflicts: list[str] = field(default_factory=list)
+
+
+def merge_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
+                pattern: str = "*.json", fmt: Literal["json", "jsonl"] = "json") -> StreamedMerge:
+    """:func:`merge_folder` written to ``out`` without holding the files: the same file, byte for byte, and the same
+    conflicts, in memory independent of the number of samples.
+
+    Each file is read a sample at a time (:class:`~thoughtsource.io.FileSamples`) into an on-disk index next to ``out``
+    (:class:`~thoughtsource.collection.MergeIndex`: as much free disk as the output), then written out in order of
+    first appearance (:func:`~thoughtsource.io.write_entries`), grouped by dataset and split as the merged collection is.
+    """
+    from ..collection import MergeIndex
+    from ..io import FileSamples, write_entries
+
+    files = _files(paths, pattern)
+    out = Path(out)
+    conflicts: list[str] = []
+    with MergeIndex(out.parent) as index:
+        for path in files:
+            conflicts.extend(index.add(FileSamples(path).samples()))
+        n, _ = write_entries(index.entries(), out, fmt)
+    return StreamedMerge(files, n, conflicts)
+
+
 def evaluate_folder(folder: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], pattern: str = "*.json", *,
                     mode: Literal["strict", "flexible"] = "strict") -> pd.DataFrame:
     """The accuracy table of every file of a folder (or of several files and folders), one block per file (column ``file``).

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..io import FileSamples
+from ..io import Entry, FileSamples
 from ..schema import ANSWER_TYPES
 
 if TYPE_CHECKING:
@@ -383,7 +383,7 @@ def summarize_lengths(lengths: pd.DataFrame) -> pd.DataFrame:
 
 
 def compute_stats(
-    collection: Collection | FileSamples,
+    collection: Collection | FileSamples | Iterable[Entry],
     *,
     tokenizer: str | Tokenizer = "word",
     n: int = 3,
@@ -395,7 +395,9 @@ def compute_stats(
 
     A file too large to load is read a sample at a time (``io.FileSamples``): what is kept is per split its counts,
     the token length of each text and the token hashes of the vocabulary and overlap fields (8 bytes a token), never
-    the texts.  ``split``: only that split (datasets without it left out); ``sort_datasets``: datasets by name."""
+    the texts; so is a stream of :class:`~thoughtsource.io.Entry` items (``stats`` of several inputs merges them on disk
+    and passes ``MergeIndex.entries()``).  ``split``: only that split (datasets without it left out); ``sort_datasets``:
+    datasets by name."""
     from ..console import progress as make_progress
 
     tok = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
@@ -406,7 +408,13 @@ def compute_stats(
     acc = _Accumulator(tok)
     from ..io import data_entries, iter_entries
 
-    for e in iter_entries(collection.path) if isinstance(collection, FileSamples) else data_entries(collection.data):
+    if isinstance(collection, FileSamples):
+        entries: Iterable[Entry] = iter_entries(collection.path)
+    elif hasattr(collection, "data"):
+        entries = data_entries(collection.data)
+    else:
+        entries = collection
+    for e in entries:
         if split is None or e.split in (None, split):
             acc.add(e)
     if split is not None:  # datasets without the split are left out

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Protocol
 
 from ..collection import Collection
 from ..errors import ThoughtSourceError
@@ -325,52 +326,8 @@ class ServedData:
 
     def prm_records(self, rows: Iterable[AnnotationRow], final: Iterable[AnnotationRow] = (),
                     all_annotators: bool = False) -> tuple[list[dict], int]:
-        """Step labels as reward-model training records, one per CoT (``all_annotators``: per CoT and annotator).
-
-        A CoT's record carries the adjudicated labels when there are any, else the annotators' labels when
-        they all agree (or only one labelled it); CoTs whose annotators disagree and that were not
-        adjudicated are left out and counted (second value).  Steps are the CoT's sentences as the page
-        shows them (:func:`similarity.sentences`); labels are +1 / 0 / -1 or null (not labelled).
-        """
-        by_cot: dict[CotRef, list[AnnotationRow]] = {}
-        for r in rows:
-            if r.key == STEP_KEY:
-                by_cot.setdefault(r.ref, []).append(r)
-        adjudicated = {r.ref: r for r in final if r.key == STEP_KEY}
-        out: list[dict] = []
-        unresolved = 0
-        for ref in sorted(set(by_cot) | set(adjudicated), key=lambda r: (r.dataset, r.split, r.sample_id, r.cot_id)):
-            try:
-                item = self.item(ref.dataset, ref.split, ref.sample_id)
-                cot = self.cot(ref)
-            except NotFound:
-                continue
-            labelled = sorted(by_cot.get(ref, []), key=lambda r: r.annotator)
-            if all_annotators:
-                chosen = [(r.value, [r.annotator], None) for r in labelled]
-            elif ref in adjudicated:
-                a = adjudicated[ref]
-                chosen = [(a.value, [r.annotator for r in labelled], a.annotator)]
-            elif len({json.dumps(r.value, sort_keys=True) for r in labelled}) == 1:
-                chosen = [(labelled[0].value, [r.annotator for r in labelled], None)]
-            else:
-                unresolved += 1
-                continue
-            steps = sentences(cot.cot or "")
-            for value, annotators, adjudicator in chosen:
-                labels = (list(value.get("labels") or []) + [None] * len(steps))[: len(steps)]
-                out.append({
-                    "dataset": ref.dataset, "split": ref.split, "sample_id": ref.sample_id, "cot_id": ref.cot_id,
-                    "question": item.sample.question, "choices": item.sample.choices, "gold_answer": item.sample.answer,
-                    "steps": steps, "labels": labels, "first_error": value.get("first_error"),
-                    "annotator": adjudicator or annotators[0], "annotators": annotators, "adjudicated_by": adjudicator,
-                    "model": model_name(cot), "cot_trigger": cot.cot_trigger,
-                    "final_answer": [a.answer for a in cot.answers], "final_answer_correct": cot_correct(cot),
-                })
-        if unresolved:
-            log.warning("%d CoT(s) whose annotators disagree on the step labels were left out; adjudicate them "
-                        "or export with all annotators", unresolved)
-        return out, unresolved
+        """:func:`prm_records` of the served data."""
+        return prm_records(self, rows, final, all_annotators)
 
     def export_prm_jsonl(self, rows: Iterable[AnnotationRow], path: Path, final: Iterable[AnnotationRow] = (),
                          all_annotators: bool = False) -> int:
@@ -379,6 +336,65 @@ class ServedData:
             for rec in records:
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
         return len(records)
+
+
+class CotLookup(Protocol):
+    """What :func:`prm_records` needs of the data: a sample's :class:`Item` and a CoT by reference (each raising
+    :class:`NotFound`); :class:`ServedData` in memory, ``training_data``'s on-disk index for files too large to load."""
+
+    def item(self, dataset: str, split: str, sample_id: str) -> Item: ...
+
+    def cot(self, ref: CotRef) -> GeneratedCot: ...
+
+
+def prm_records(data: CotLookup, rows: Iterable[AnnotationRow], final: Iterable[AnnotationRow] = (),
+                all_annotators: bool = False) -> tuple[list[dict], int]:
+    """Step labels as reward-model training records, one per CoT (``all_annotators``: per CoT and annotator).
+
+    A CoT's record carries the adjudicated labels when there are any, else the annotators' labels when
+    they all agree (or only one labelled it); CoTs whose annotators disagree and that were not
+    adjudicated are left out and counted (second value).  Steps are the CoT's sentences as the page
+    shows them (:func:`similarity.sentences`); labels are +1 / 0 / -1 or null (not labelled).
+    """
+    by_cot: dict[CotRef, list[AnnotationRow]] = {}
+    for r in rows:
+        if r.key == STEP_KEY:
+            by_cot.setdefault(r.ref, []).append(r)
+    adjudicated = {r.ref: r for r in final if r.key == STEP_KEY}
+    out: list[dict] = []
+    unresolved = 0
+    for ref in sorted(set(by_cot) | set(adjudicated), key=lambda r: (r.dataset, r.split, r.sample_id, r.cot_id)):
+        try:
+            item = data.item(ref.dataset, ref.split, ref.sample_id)
+            cot = data.cot(ref)
+        except NotFound:
+            continue
+        labelled = sorted(by_cot.get(ref, []), key=lambda r: r.annotator)
+        if all_annotators:
+            chosen = [(r.value, [r.annotator], None) for r in labelled]
+        elif ref in adjudicated:
+            a = adjudicated[ref]
+            chosen = [(a.value, [r.annotator for r in labelled], a.annotator)]
+        elif len({json.dumps(r.value, sort_keys=True) for r in labelled}) == 1:
+            chosen = [(labelled[0].value, [r.annotator for r in labelled], None)]
+        else:
+            unresolved += 1
+            continue
+        steps = sentences(cot.cot or "")
+        for value, annotators, adjudicator in chosen:
+            labels = (list(value.get("labels") or []) + [None] * len(steps))[: len(steps)]
+            out.append({
+                "dataset": ref.dataset, "split": ref.split, "sample_id": ref.sample_id, "cot_id": ref.cot_id,
+                "question": item.sample.question, "choices": item.sample.choices, "gold_answer": item.sample.answer,
+                "steps": steps, "labels": labels, "first_error": value.get("first_error"),
+                "annotator": adjudicator or annotators[0], "annotators": annotators, "adjudicated_by": adjudicator,
+                "model": model_name(cot), "cot_trigger": cot.cot_trigger,
+                "final_answer": [a.answer for a in cot.answers], "final_answer_correct": cot_correct(cot),
+            })
+    if unresolved:
+        log.warning("%d CoT(s) whose annotators disagree on the step labels were left out; adjudicate them "
+                    "or export with all annotators", unresolved)
+    return out, unresolved
 
 
 def rows_from_collection(collection: Collection) -> tuple[list[AnnotationRow], list[AnnotationRow]]:
