@@ -43,3 +43,12 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     cache as before, unless THOUGHTSOURCE_CACHE names one."""
     monkeypatch.setenv("THOUGHTSOURCE_HOME", str(tmp_path_factory.mktemp("home")))
     monkeypatch.setenv("THOUGHTSOURCE_CACHE", os.environ.get("THOUGHTSOURCE_CACHE") or _USER_CACHE)
+
+
+@pytest.fixture(autouse=True)
+def _not_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with the console not quiet: a CLI run in process with ``-q`` (CliRunner) sets the console's
+    quiet flag for the rest of the process, which silenced the progress lines of a later test in the full suite."""
+    from thoughtsource import console
+
+    monkeypatch.setitem(console._quiet, "on", False)
