@@ -515,13 +515,7 @@ class _IndexedCots:
         return Item(0, dataset, split, sample)
 
     def cot(self, ref: Any) -> GeneratedCot:
-        from .web.data import NotFound
-
-        item = self.item(ref.dataset, ref.split, ref.sample_id)
-        for cid, c in zip(item.cot_ids, item.sample.generated_cot, strict=True):
-            if cid == ref.cot_id:
-                return c
-        raise NotFound("no such generated CoT in this sample")
+        return self.item(ref.dataset, ref.split, ref.sample_id).cot(ref.cot_id)
 
 
 def step_records(src: Sources, *, models: Sequence[str] = (), left_out: Counter[str],

@@ -116,6 +116,13 @@ class Item:
         would slow the upload down)."""
         return cot_ids(self.sample)
 
+    def cot(self, cot_id: str) -> GeneratedCot:
+        """The sample's generated CoT with this :func:`cot_ids` id."""
+        for cid, c in zip(self.cot_ids, self.sample.generated_cot, strict=True):
+            if cid == cot_id:
+                return c
+        raise NotFound("no such generated CoT in this sample")
+
 
 def sample_done(it: Item, done: set[CotRef]) -> bool:
     """Every CoT of the sample is in ``done`` (the CoTs with at least one annotation of a user: a label, comment,
@@ -223,11 +230,7 @@ class ServedData:
         raise NotFound("no such sample in the served data")
 
     def cot(self, ref: CotRef) -> GeneratedCot:
-        item = self.item(ref.dataset, ref.split, ref.sample_id)
-        for cid, c in zip(item.cot_ids, item.sample.generated_cot, strict=True):
-            if cid == ref.cot_id:
-                return c
-        raise NotFound("no such generated CoT in this sample")
+        return self.item(ref.dataset, ref.split, ref.sample_id).cot(ref.cot_id)
 
     def cot_ref(self, dataset: str, split: str, sample_id: str, cot: str) -> CotRef:
         item = self.item(dataset, split, sample_id)
