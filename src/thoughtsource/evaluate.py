@@ -49,6 +49,8 @@ from .answers import get as type_of
 from .extract import MODES, Extraction, Mode, extract, is_correct, sample_gold, vote_key
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
 from .schema import SampleSource, model_name
+from .statistics import Z95 as Z95  # re-exported for one release: the estimators live in statistics.py
+from .statistics import bootstrap_interval, mean_over_k_subsets, pass_at_k, wilson_interval, wilson_intervals
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,7 +78,6 @@ __all__ = [
     "write_tables",
 ]
 
-Z95 = 1.959963984540054
 #: The columns that define one evaluated combination.
 COMBINATION = ["dataset", "split", "model", "instruction", "cot_trigger", "answer_extraction"]
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20, 40)
@@ -86,39 +87,6 @@ _META = (
 )  # fmt: skip
 #: The columns of ``Evaluation.answers`` (and answers.csv).
 ANSWERS_COLUMNS = [*_META[:-1], "mode", "pred", "rule", "correct", "f1", "contradicts_thinking", "stored_correct"]
-
-
-def wilson_interval(correct: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion (95% for the default z); (nan, nan) for n = 0.
-
-    The interval always contains the point estimate ``correct / n`` and lies in [0, 1]: at 0 or n
-    correct the rounding of ``centre ∓ half`` (e.g. 5.55e-17 for 0 of 3) is clamped to the estimate.
-    """
-    if n <= 0:
-        return (math.nan, math.nan)
-    p = correct / n
-    z2 = z * z
-    denom = 1 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return (min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)))
-
-
-def wilson_intervals(correct: Any, n: Any, z: float = Z95) -> tuple[Any, Any, Any]:
-    """Vectorized :func:`wilson_interval`: arrays (accuracy, low, high); NaN where n = 0; low <= accuracy <= high."""
-    import numpy as np
-
-    n = np.asarray(n, dtype=float)
-    k = np.asarray(correct, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = k / n
-        z2 = z * z
-        denom = 1 + z2 / n
-        centre = (p + z2 / (2 * n)) / denom
-        half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    low = np.minimum(p, np.clip(centre - half, 0.0, 1.0))
-    high = np.maximum(p, np.clip(centre + half, 0.0, 1.0))
-    return p, low, high
 
 
 def _vote_key(value: Any, answer_type: str) -> Any:
@@ -946,58 +914,18 @@ def _majority_table(
     return _wilson_columns(table)[columns]
 
 
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k estimator of Chen et al. (2021): 1 - C(n-c, k) / C(n, k), from n samples of which c are correct.
-
-    The probability that at least one of k samples drawn without replacement from the n is correct; computed as
-    a product, stable for any n.  Needs n >= k.
-    """
-    if k > n or k < 1:
-        raise ValueError(f"pass@k needs 1 <= k <= n, got k={k}, n={n}")
-    if n - c < k:
-        return 1.0
-    prod = 1.0
-    for i in range(n - c + 1, n + 1):
-        prod *= 1.0 - k / i
-    return 1.0 - prod
-
-
 def majority_at_k(values: Sequence[Any], correct: Sequence[bool], k: int, answer_type: str, gold: Any, *,
                   resamples: int = 200, rng: Any = None) -> float:
     """maj@k averaged over random k-subsets of the n samples (not the first k): the expected accuracy of a
     majority vote of k samples.  Exact for k = 1 (the mean) and k = n (one subset); else ``resamples`` subsets
     drawn without replacement.  Ties go to the value that occurs first in the drawn order (:func:`majority_vote`).
+    The estimator is :func:`thoughtsource.statistics.mean_over_k_subsets`; this is its vote and gold.
     """
-    import numpy as np
 
-    n = len(values)
-    if k > n or k < 1:
-        raise ValueError(f"maj@k needs 1 <= k <= n, got k={k}, n={n}")
-    if k == 1:
-        return float(np.mean(correct)) if n else math.nan
-    if k == n:
-        return float(is_correct(majority_vote(list(values), answer_type), answer_type, gold))
-    rng = rng if rng is not None else np.random.default_rng(0)
-    hits = 0
-    for _ in range(resamples):
-        pick = rng.permutation(n)[:k]
-        hits += is_correct(majority_vote([values[i] for i in pick], answer_type), answer_type, gold)
-    return hits / resamples
+    def vote_is_correct(pick: Sequence[int]) -> bool:
+        return is_correct(majority_vote([values[i] for i in pick], answer_type), answer_type, gold)
 
-
-def bootstrap_interval(per_question: Any, *, iters: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean over questions (the questions are resampled with replacement)."""
-    import numpy as np
-
-    q = np.asarray(per_question, dtype=float)
-    if q.size == 0:
-        return (math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    means = q[rng.integers(0, q.size, size=(iters, q.size))].mean(axis=1)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    mean = float(q.mean())
-    return (min(mean, float(low)), max(mean, float(high)))
+    return mean_over_k_subsets(correct, k, vote_is_correct, resamples=resamples, rng=rng)
 
 
 SAMPLING_COLUMNS = ["questions", "samples", "pass_at_k", "pass_ci_low", "pass_ci_high", "maj_at_k", "maj_ci_low", "maj_ci_high"]

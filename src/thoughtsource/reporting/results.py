@@ -35,7 +35,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import importlib.metadata
-import math
 import os
 import platform
 import subprocess
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..io import json_safe, write_json
+from ..statistics import binomial_stderr
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -164,7 +164,8 @@ def task_name(row: Any) -> str:
 
 def _binomial_stderr(p: float, n: int) -> float | str:
     """The standard error of a mean of n 0/1 values (sample standard deviation, as lm-eval's ``mean_stderr``)."""
-    return math.sqrt(p * (1 - p) / (n - 1)) if n > 1 and p == p else "N/A"
+    stderr = binomial_stderr(p, n)
+    return stderr if stderr == stderr else "N/A"
 
 
 def _harness_sections(result: Evaluation, mode: str) -> dict[str, Any]:

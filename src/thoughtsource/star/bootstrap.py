@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import read_json
+from ..statistics import mcnemar_exact
 from .base import learnt_range
 from .stats import Proportion, digits_of, fmt_p, group_key
 
@@ -38,16 +39,6 @@ ARM_ORDER = ("star", "verified", "norat", "direct")
 
 
 # --------------------------------------------------------------------------- paired test
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value from the discordant counts (b: only A right, c: only B right)."""
-    n = b + c
-    if n == 0:
-        return 1.0
-    k = min(b, c)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return min(1.0, 2 * tail)
-
-
 def paired(a: dict[str, bool], b: dict[str, bool]) -> dict[str, Any]:
     """A against B on the problems both answered: discordant counts, the difference and McNemar's p."""
     ids = sorted(set(a) & set(b))

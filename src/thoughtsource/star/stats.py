@@ -2,7 +2,7 @@
 the best iteration chosen on the dev split and reported on test.
 
 Test: **two-sided Fisher's exact test** on the 2×2 table (correct, wrong) × (arm A, arm B), computed
-here from the hypergeometric distribution (no SciPy needed; the tests check it against
+in :mod:`thoughtsource.statistics` from the hypergeometric distribution (no SciPy needed; the tests check it against
 ``scipy.stats.fisher_exact``).  Exact, so it stays valid for the small counts STaR runs on CPU
 produce (0/20 vs 5/20), where a z-test's normal approximation is poor.  The difference of two
 accuracies gets Newcombe's hybrid score interval (method 10 of Newcombe 1998), built from the two
@@ -15,11 +15,10 @@ A run is its ``metrics.json`` summary ``{"config": ..., "iterations": [...]}``; 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..evaluate import wilson_interval
+from ..statistics import fisher_exact, newcombe_interval, wilson_interval
 
 ALPHA = 0.05
 TEST_NAME = "Fisher's exact test, two-sided"
@@ -58,36 +57,9 @@ class Proportion:
 
 
 # --------------------------------------------------------------------------- two proportions
-def _log_hypergeom(x: int, total: int, successes: int, draws: int) -> float:
-    def lchoose(n: int, k: int) -> float:
-        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-
-    return lchoose(successes, x) + lchoose(total - successes, draws - x) - lchoose(total, draws)
-
-
-def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
-    """Two-sided p-value of Fisher's exact test for k1/n1 vs k2/n2: the probability, under equal
-    proportions and fixed margins, of a table no more likely than the observed one (the relative
-    tolerance 1e-7 of R's ``fisher.test`` decides ties)."""
-    if not (0 <= k1 <= n1 and 0 <= k2 <= n2) or n1 == 0 or n2 == 0:
-        raise ValueError(f"need 0 <= k <= n and n > 0, got {k1}/{n1} and {k2}/{n2}")
-    total, successes = n1 + n2, k1 + k2
-    lo, hi = max(0, successes - n2), min(successes, n1)
-    observed = _log_hypergeom(k1, total, successes, n1)
-    p = 0.0
-    for x in range(lo, hi + 1):
-        lp = _log_hypergeom(x, total, successes, n1)
-        if lp <= observed + 1e-7:
-            p += math.exp(lp)
-    return min(1.0, p)
-
-
 def difference_interval(a: Proportion, b: Proportion) -> tuple[float, float]:
     """Newcombe's hybrid score 95 % interval of ``acc(a) - acc(b)`` from the two Wilson intervals."""
-    pa, pb = a.correct / a.n, b.correct / b.n
-    (la, ua), (lb, ub) = a.interval, b.interval
-    d = pa - pb
-    return (d - math.sqrt((pa - la) ** 2 + (ub - pb) ** 2), d + math.sqrt((ua - pa) ** 2 + (pb - lb) ** 2))
+    return newcombe_interval(a.correct, a.n, b.correct, b.n)
 
 
 @dataclass(frozen=True)
