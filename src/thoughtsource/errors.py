@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class ThoughtSourceError(Exception):
@@ -87,6 +90,12 @@ class ConfigError(ThoughtSourceError):
         if self.problems:
             text += "\n" + "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(text)
+
+
+def validation_problems(error: ValidationError, *, root: str = "(root)") -> list[str]:
+    """Every problem of a pydantic ``ValidationError``, one line each: ``a.b.c: message`` (``root`` names a problem of
+    the whole model, whose location is empty).  What :class:`ConfigError`'s ``problems`` list for an invalid config."""
+    return [f"{'.'.join(str(p) for p in err['loc']) or root}: {err['msg']}" for err in error.errors()]
 
 
 class UnknownNameError(ThoughtSourceError, KeyError):

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..backends.base import Backend
-from ..errors import ConfigError
+from ..errors import ConfigError, validation_problems
 from ..prompts import AUTO
 from ..prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, Templates
 from .published import published_to_ours
@@ -123,8 +123,7 @@ class GenerateConfig(BaseModel):
         try:
             return cls.model_validate({**base, **overrides})
         except ValidationError as e:
-            problems = [f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in e.errors()]
-            raise ConfigError("invalid generate config", problems=problems) from None
+            raise ConfigError("invalid generate config", problems=validation_problems(e, root="config")) from None
 
     def model_info(self, sample_index: int, name: str | None = None) -> dict[str, Any]:
         """What is stored as a CoT's ``model``: the name and the generation parameters."""
@@ -158,6 +157,5 @@ def make_backend(cfg: GenerateConfig) -> Backend:
     try:
         return get_backend(cfg.backend, **options)
     except ValidationError as e:
-        problems = [f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()]
-        raise ConfigError(f"invalid options for backend '{cfg.backend}'", problems=problems) from None
+        raise ConfigError(f"invalid options for backend '{cfg.backend}'", problems=validation_problems(e, root="")) from None
 

@@ -44,7 +44,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import ConfigError, ThoughtSourceError
+from ..errors import ConfigError, ThoughtSourceError, validation_problems
 from ..io import write_json
 from .stats import digits_of, group_key
 from .tasks.arithmetic import ArithmeticTask
@@ -146,8 +146,7 @@ class BaseConfig(_Strict):
         try:
             return cls.model_validate(data)
         except ValidationError as e:
-            problems = [f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in e.errors()]
-            raise ConfigError("invalid base-model config", path=path, problems=problems) from None
+            raise ConfigError("invalid base-model config", path=path, problems=validation_problems(e)) from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> BaseConfig:

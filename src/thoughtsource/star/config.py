@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import ConfigError
+from ..errors import ConfigError, validation_problems
 
 #: experiment trackers the Trainer reports to (``--report-to``); offline modes: WANDB_MODE=offline, a local MLflow
 #: tracking URI (the default ./mlruns), TensorBoard event files under the trainer's logging_dir, trackio locally
@@ -222,8 +222,7 @@ class StarConfig(_Strict):
         try:
             return cls.model_validate(data)
         except ValidationError as e:
-            problems = [f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in e.errors()]
-            raise ConfigError("invalid STaR config", path=path, problems=problems) from None
+            raise ConfigError("invalid STaR config", path=path, problems=validation_problems(e)) from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> StarConfig:
