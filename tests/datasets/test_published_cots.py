@@ -70,3 +70,14 @@ def test_attach_reports_rate_and_is_idempotent(data_dir: Path) -> None:
     assert (report.records, report.matched, report.samples) == (1221, 50, 50)
     published_cots.attach_published_cots("commonsense_qa", "validation", samples, files)
     assert all(len(s.generated_cot) == 1 for s in samples)
+
+
+def test_the_logs_are_facts_of_their_datasets_spec() -> None:
+    with_logs = {d for d in datasets.DATASETS if datasets.spec(d).published_cots}
+    assert with_logs == {"aqua", "commonsense_qa", "gsm8k", "strategy_qa", "svamp"}
+    for d in with_logs:
+        (log,) = datasets.spec(d).published_cots
+        assert log.optional and log.format == "log" and log.name.startswith("kojima_logs/") and log.url.endswith(log.name[12:])
+        assert log.splits[0] in datasets.spec(d).splits and published_cots.sources(d, log.splits[0]) == [log]
+    assert published_cots.sources("gsm8k", "train") == [] and published_cots.sources("no_such_dataset", "test") == []
+    assert {d: datasets.spec(d).published_cots for d in with_logs} == published_cots.PUBLISHED  # the old name, one release

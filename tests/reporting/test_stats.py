@@ -428,3 +428,16 @@ def test_stats_of_two_files_finish_under_a_memory_cap_the_loaded_merge_exceeds(e
     p = run_capped("from thoughtsource import Collection\nfrom thoughtsource.reporting.stats import compute_stats\n"
                    f"compute_stats(Collection.load({str(a)!r}).merge(Collection.load({str(b)!r})), progress=False)", 520)
     assert p.returncode != 0 and "MemoryError" in p.stderr, p.stderr[-3000:]
+
+
+def test_the_papers_table6_rows_are_facts_of_their_datasets_spec():
+    from thoughtsource import datasets
+
+    rows = {d: datasets.spec(d).paper_table6 for d in datasets.DATASETS if datasets.spec(d).paper_table6}
+    assert len(rows) == 14 and rows == stats.PAPER_TABLE6  # the old name, one release
+    for d, row in rows.items():
+        spec = datasets.spec(d)
+        assert row.samples == spec.paper_counts.get("total", sum(spec.paper_counts.values())), d  # one count, twice stated
+        assert row.with_reference_cot <= row.samples and row.with_generated_cot <= row.samples, d
+    assert rows["commonsense_qa"] == (12_102, 10_962, 1_221, 3_037, "multiplechoice")
+    assert stats._paper_table6("no_such_dataset") is None

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ..schema import AnswerType, Sample
 
@@ -40,6 +41,26 @@ class SourceFile:
     optional: bool = False  # extra material (e.g. published CoT logs); the dataset loads without it
 
 
+#: Where Kojima et al. (2022) published their zero-shot-CoT logs, at the commit we pinned.
+KOJIMA_LOGS = "https://raw.githubusercontent.com/kojima-takeshi188/zero_shot_cot/5ef330fcdeec0cd26aee27943504f91f8ec1c33c/log"
+
+
+def kojima_log(stem: str, sha256: str, size: int, split: str) -> SourceFile:
+    """One published zero-shot-CoT log of Kojima et al. (an optional raw file of the split it answers)."""
+    return SourceFile(f"kojima_logs/{stem}_zero_shot_cot.log", f"{KOJIMA_LOGS}/{stem}_zero_shot_cot.log", sha256, size, "log",
+                      (split,), optional=True)
+
+
+class PaperTable6(NamedTuple):
+    """A dataset's row of the ThoughtSource paper's Table 6."""
+
+    samples: int
+    with_reference_cot: int  # examples with human reference CoTs
+    with_generated_cot: int  # examples with AI-generated CoTs
+    generated_cots: int  # number of AI-generated CoTs
+    answer_type: str
+
+
 @dataclass(frozen=True)
 class DatasetSpec:
     name: str
@@ -54,6 +75,8 @@ class DatasetSpec:
     paper_counts: dict[str, int] = field(default_factory=dict)  # Table 6 of the ThoughtSource paper, per split or "total"
     counts: dict[str, int] = field(default_factory=dict)  # samples per split this converter yields from the pinned raw files
     verified_on_real_data: bool = True  # False when only a synthetic fixture in the raw format was available
+    paper_table6: PaperTable6 | None = None  # the dataset's row of the paper's Table 6 (reporting.stats compares with it)
+    published_cots: tuple[SourceFile, ...] = ()  # published model-generated CoT logs (optional), attached by published_cots
 
     def sources_for(self, split: str) -> list[SourceFile]:
         return [s for s in self.sources if not s.splits or split in s.splits]

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile, kojima_log
 from ._parse import choice_index, parse_choices, split_lines
 from ._records import iter_jsonl, require
 
@@ -59,6 +59,8 @@ SPEC = DatasetSpec(
     ),
     converter_version=3,  # 2: a label written twice ("A)A)59", aqua-test-30) is dropped; 3: answer_letter kept
     paper_counts={"total": 97975},
+    paper_table6=PaperTable6(97_975, 97_975, 0, 0, "multiplechoice"),
+    published_cots=(kojima_log("aqua", "743315681523f6c459bb9dee0d106e1bbf813059bb0ecc3a75a9bbf8917766ad", 222553, "test"),),
     counts={"train": 97467, "validation": 254, "test": 254},
 )
 

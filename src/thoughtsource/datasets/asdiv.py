@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile
 from ._parse import (
     agrees,
     equation_cot,
@@ -76,6 +76,7 @@ SPEC = DatasetSpec(
     ),
     converter_version=1,
     paper_counts={"total": 1218},
+    paper_table6=PaperTable6(1_218, 1_218, 0, 0, "number"),
     counts={"train": 1218},
 )
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile, kojima_log
 from ._records import Where, iter_csv, iter_jsonl, require
 from ._text import sentence, split_sentences
 
@@ -64,6 +64,8 @@ SPEC = DatasetSpec(
     converter_version=2,  # 2: answer_letter kept where the gold's text is the text of two choices
     counts={"train": 9741, "validation": 1221, "test": 1140},
     paper_counts={"train": 9741, "validation": 1221, "test": 1140},
+    paper_table6=PaperTable6(12_102, 10_962, 1_221, 3_037, "multiplechoice"),
+    published_cots=(kojima_log("commonsensqa", "f8027dc6f4c85045ad7567dc71a9b5a4d69fb75af7cdf08ef809fcea617a2757", 850027, "validation"),),
 )
 
 

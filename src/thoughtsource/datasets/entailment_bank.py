@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile
 from ._records import Where, iter_jsonl, require
 from ._text import detokenize, sentence, upper_first
 
@@ -74,6 +74,7 @@ SPEC = DatasetSpec(
     converter_version=1,
     counts={"train": 1313, "validation": 187, "test": 340},
     paper_counts={"train": 1313, "validation": 187, "test": 340},
+    paper_table6=PaperTable6(1_840, 1_840, 0, 0, "text"),
 )
 
 _SLOT = re.compile(r"\$(\w+)\$ = ")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile, kojima_log
 from ._parse import clean_number, split_lines, strip_calculator
 from ._records import iter_jsonl, require
 
@@ -51,6 +51,8 @@ SPEC = DatasetSpec(
     ),
     converter_version=1,
     paper_counts={"total": 8792},
+    paper_table6=PaperTable6(8_792, 8_792, 0, 0, "number"),
+    published_cots=(kojima_log("gsm8k", "cfb2d43b29762ca5fb09856899a6f6595c7deda6ff73c5e8a3becb8d791c54c4", 1093468, "test"),),
     counts={"train": 7473, "test": 1319},
 )
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile
 from ._parse import agrees, equation_cot, evaluate, exact_number, format_number, parse_prefix, readable_number, warn_disagreements
 from ._records import iter_csv
 from ._text import detokenize
@@ -61,6 +61,7 @@ SPEC = DatasetSpec(
     ),
     converter_version=1,
     paper_counts={"total": 1921},
+    paper_table6=PaperTable6(1_921, 1_921, 0, 0, "number"),
     counts={"train": 1921},
 )
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile
 from ._records import Where, iter_jsonl, require
 from ._text import squash
 
@@ -47,6 +47,7 @@ SPEC = DatasetSpec(
     converter_version=3,  # 3: the 5-option files (2: the 4-option test file)
     counts={"validation": 1272, "test": 1273},
     paper_counts={"total": 12723, "validation": 1272, "test": 1273},
+    paper_table6=PaperTable6(12_723, 0, 1_273, 134_260, "multiplechoice"),
 )
 
 

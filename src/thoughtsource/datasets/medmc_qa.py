@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile
 from ._records import iter_jsonl_lines, open_zip, read_member, require
 from ._text import squash
 
@@ -44,6 +44,7 @@ SPEC = DatasetSpec(
     converter_version=1,
     counts={"train": 182822, "validation": 4183, "test": 6150},  # as documented by the authors; not verifiable here
     paper_counts={"total": 193155},
+    paper_table6=PaperTable6(193_155, 161_558, 1_000, 105_587, "multiplechoice"),
     verified_on_real_data=False,
 )
 

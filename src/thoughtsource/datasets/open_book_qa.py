@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile
 from ._records import iter_jsonl_lines, open_zip, read_member, require
 from ._text import sentence, squash
 
@@ -49,6 +49,7 @@ SPEC = DatasetSpec(
     converter_version=1,
     counts={"train": 4957, "validation": 500, "test": 500},  # as documented by the authors; not verifiable here
     paper_counts={"total": 5957},
+    paper_table6=PaperTable6(5_957, 5_957, 100, 600, "multiplechoice"),
     verified_on_real_data=False,
 )
 

@@ -21,6 +21,7 @@ from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..schema import Sample
 from ._base import SourceFile
@@ -28,24 +29,6 @@ from .cot_logs import KojimaRecord, read_kojima_log, to_generated_cot
 
 log = logging.getLogger(__name__)
 
-_KOJIMA = "https://raw.githubusercontent.com/kojima-takeshi188/zero_shot_cot/5ef330fcdeec0cd26aee27943504f91f8ec1c33c/log"
-
-
-def _kojima(stem: str, sha256: str, size: int, split: str) -> SourceFile:
-    return SourceFile(f"kojima_logs/{stem}_zero_shot_cot.log", f"{_KOJIMA}/{stem}_zero_shot_cot.log", sha256, size, "log",
-                      (split,), optional=True)
-
-
-#: dataset name → the published CoT logs of each split (optional raw files).
-PUBLISHED: dict[str, tuple[SourceFile, ...]] = {
-    "commonsense_qa": (_kojima("commonsensqa", "f8027dc6f4c85045ad7567dc71a9b5a4d69fb75af7cdf08ef809fcea617a2757", 850027,
-                               "validation"),),
-    "strategy_qa": (_kojima("strategyqa", "9268254c7c2d86a96b0346d64f5b782440b17ded142589d160ebb39e53fde5c9", 1564959,
-                            "train"),),
-    "gsm8k": (_kojima("gsm8k", "cfb2d43b29762ca5fb09856899a6f6595c7deda6ff73c5e8a3becb8d791c54c4", 1093468, "test"),),
-    "svamp": (_kojima("svamp", "37043ef358b75e108860746c533d0c9be0f307ec3373959524778f1b8af5a75a", 671988, "train"),),
-    "aqua": (_kojima("aqua", "743315681523f6c459bb9dee0d106e1bbf813059bb0ecc3a75a9bbf8917766ad", 222553, "test"),),
-}
 
 _CHOICES_TAIL = re.compile(r"\s*Answer Choices:\s*\(A\).*$", re.DOTALL)
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
@@ -59,8 +42,22 @@ def normalize_question(text: str) -> str:
 
 
 def sources(dataset: str, split: str) -> list[SourceFile]:
-    """The published-CoT logs for one split of a dataset ([] when there are none)."""
-    return [s for s in PUBLISHED.get(dataset, ()) if not s.splits or split in s.splits]
+    """The published-CoT logs for one split of a dataset ([] when there are none): its spec's ``published_cots``."""
+    from . import DATASETS, spec
+
+    if dataset not in DATASETS:
+        return []
+    return [s for s in spec(dataset).published_cots if not s.splits or split in s.splits]
+
+
+def __getattr__(name: str) -> Any:
+    """``PUBLISHED`` (dataset name → its published CoT logs), now each dataset's ``DatasetSpec.published_cots``: kept
+    for one release."""
+    if name == "PUBLISHED":
+        from . import DATASETS, spec
+
+        return {d: spec(d).published_cots for d in DATASETS if spec(d).published_cots}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

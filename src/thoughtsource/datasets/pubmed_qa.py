@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile
 from ._records import Where, load_json, require
 from ._text import sentence, split_sentences, squash
 
@@ -46,6 +46,7 @@ SPEC = DatasetSpec(
     converter_version=2,
     counts={"train": 500, "test": 500},
     paper_counts={"total": 1000},
+    paper_table6=PaperTable6(1_000, 1_000, 500, 2_500, "multiplechoice"),
 )
 
 

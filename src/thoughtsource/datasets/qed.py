@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile
 from ._records import Where, iter_jsonl, require
 from ._text import detokenize, sentence, upper_first
 
@@ -51,6 +51,7 @@ SPEC = DatasetSpec(
     converter_version=2,  # 2: every span of each NQ answer (1 kept only the first span of a group)
     counts={"validation": 1021},
     paper_counts={"total": 6175},
+    paper_table6=PaperTable6(6_175, 6_175, 0, 0, "collection"),
 )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile, kojima_log
 from ._records import Where, load_json, require
 from ._text import sentence, squash
 
@@ -52,6 +52,8 @@ SPEC = DatasetSpec(
     converter_version=1,
     counts={"train": 2290},
     paper_counts={"total": 2780},
+    paper_table6=PaperTable6(2_780, 2_290, 2_289, 5_132, "bool"),
+    published_cots=(kojima_log("strategyqa", "9268254c7c2d86a96b0346d64f5b782440b17ded142589d160ebb39e53fde5c9", 1564959, "train"),),
 )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile, kojima_log
 from ._parse import agrees, equation_cot, evaluate, format_number, join_body_question, parse_infix, warn_disagreements
 from ._records import Where, load_json, require
 
@@ -45,6 +45,8 @@ SPEC = DatasetSpec(
     ),
     converter_version=1,
     paper_counts={"total": 1000},
+    paper_table6=PaperTable6(1_000, 1_000, 0, 0, "number"),
+    published_cots=(kojima_log("svamp", "37043ef358b75e108860746c533d0c9be0f307ec3373959524778f1b8af5a75a", 671988, "train"),),
     counts={"train": 1000},
 )
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..schema import Sample
-from ._base import DatasetSpec, SourceFile
+from ._base import DatasetSpec, PaperTable6, SourceFile
 from ._records import Where, iter_tsv, open_zip, read_member, require
 from ._text import detokenize, sentence, squash
 
@@ -54,6 +54,7 @@ SPEC = DatasetSpec(
     converter_version=3,
     counts={"train": 2207, "validation": 496, "test": 1664},
     paper_counts={"train": 2207, "validation": 496, "test": 1664},
+    paper_table6=PaperTable6(4_367, 4_365, 100, 600, "multiplechoice"),
 )
 
 _LETTERS = "ABCDEFGH"

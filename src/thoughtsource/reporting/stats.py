@@ -41,6 +41,7 @@ from ..schema import ANSWER_TYPES
 
 if TYPE_CHECKING:
     from ..collection import Collection
+    from ..datasets._base import PaperTable6
 
 log = logging.getLogger(__name__)
 
@@ -61,24 +62,6 @@ TOKENIZERS: tuple[str, ...] = ("word", "embedded")
 _WORD_RE = re.compile(r"\w+(?:['’]\w+)*")
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constant (golden ratio) for combining token hashes
 
-# The ThoughtSource paper, Table 6: examples, examples with human reference CoTs, examples with AI-generated
-# CoTs, number of AI-generated CoTs, answer type.  Keyed by our dataset names.
-PAPER_TABLE6: dict[str, tuple[int, int, int, int, str]] = {
-    "aqua": (97_975, 97_975, 0, 0, "multiplechoice"),
-    "asdiv": (1_218, 1_218, 0, 0, "number"),
-    "commonsense_qa": (12_102, 10_962, 1_221, 3_037, "multiplechoice"),
-    "entailment_bank": (1_840, 1_840, 0, 0, "text"),
-    "gsm8k": (8_792, 8_792, 0, 0, "number"),
-    "mawps": (1_921, 1_921, 0, 0, "number"),
-    "med_qa": (12_723, 0, 1_273, 134_260, "multiplechoice"),
-    "medmc_qa": (193_155, 161_558, 1_000, 105_587, "multiplechoice"),
-    "open_book_qa": (5_957, 5_957, 100, 600, "multiplechoice"),
-    "pubmed_qa": (1_000, 1_000, 500, 2_500, "multiplechoice"),
-    "qed": (6_175, 6_175, 0, 0, "collection"),
-    "strategy_qa": (2_780, 2_290, 2_289, 5_132, "bool"),
-    "svamp": (1_000, 1_000, 0, 0, "number"),
-    "worldtree": (4_367, 4_365, 100, 600, "multiplechoice"),
-}
 
 
 # --------------------------------------------------------------------------- tokenizers
@@ -493,12 +476,29 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = "{:.1f}", na: str = "") -> 
     return "\n".join(lines)
 
 
+def _paper_table6(dataset: str) -> PaperTable6 | None:
+    """A registered dataset's row of the ThoughtSource paper's Table 6 (its spec's ``paper_table6``), else None."""
+    from ..datasets import DATASETS, spec
+
+    return spec(dataset).paper_table6 if dataset in DATASETS else None
+
+
+def __getattr__(name: str) -> Any:
+    """``PAPER_TABLE6`` (dataset name → its Table 6 row), now each dataset's ``DatasetSpec.paper_table6``: kept for one
+    release."""
+    if name == "PAPER_TABLE6":
+        from ..datasets import DATASETS
+
+        return {d: row for d in DATASETS if (row := _paper_table6(d)) is not None}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def paper_comparison(counts: pd.DataFrame) -> pd.DataFrame:
     """Our totals per dataset next to the paper's Table 6 (blank where the paper has no such dataset)."""
     ours = counts.groupby("dataset", sort=False)[["samples", "with_reference_cot", "with_generated_cot", "generated_cots", *ANSWER_TYPES]].sum()
     rows = []
     for d, r in ours.iterrows():
-        paper = PAPER_TABLE6.get(str(d))
+        paper = _paper_table6(str(d))
         rows.append({
             "dataset": d,
             "answer type": "/".join(t for t in ANSWER_TYPES if r[t] > 0),
