@@ -129,6 +129,17 @@ def test_the_old_import_paths_give_the_same_functions() -> None:
 
     same = [(evaluate.wilson_interval, st.wilson_interval), (evaluate.wilson_intervals, st.wilson_intervals),
             (evaluate.pass_at_k, st.pass_at_k), (evaluate.bootstrap_interval, st.bootstrap_interval),
-            (evaluate.Z95, st.Z95), (stats.fisher_exact, st.fisher_exact), (bootstrap.mcnemar_exact, st.mcnemar_exact)]
+            (evaluate.Z95, st.Z95), (evaluate.stderr_of_mean, st.stderr_of_mean), (stats.fisher_exact, st.fisher_exact), (bootstrap.mcnemar_exact, st.mcnemar_exact)]
     assert all(old is new for old, new in same)
     assert stats.difference_interval(stats.Proportion(3, 24), stats.Proportion(9, 24)) == st.newcombe_interval(3, 24, 9, 24)
+
+
+def test_stderr_of_mean_matches_scipy_sem() -> None:
+    rng = np.random.default_rng(3)
+    samples = [rng.random(n) for n in (2, 3, 10, 250)] + [np.ones(4), np.array([0.0, 1.0])]
+    std = [s.std(ddof=1) for s in samples]
+    got = st.stderr_of_mean(std, [s.size for s in samples])
+    assert got == pytest.approx([scipy_stats.sem(s) for s in samples], abs=1e-15)
+    assert got[4] == 0.0  # all equal (all correct)
+    assert math.isnan(st.stderr_of_mean([math.nan], [1])[0])  # n = 1: pandas' std is nan
+    assert math.isnan(st.stderr_of_mean([math.nan], [0])[0])  # no questions: nan, not a warning

@@ -50,7 +50,14 @@ from .extract import MODES, Extraction, Mode, extract, is_correct, sample_gold, 
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
 from .schema import SampleSource, model_name
 from .statistics import Z95 as Z95  # re-exported for one release: the estimators live in statistics.py
-from .statistics import bootstrap_interval, mean_over_k_subsets, pass_at_k, wilson_interval, wilson_intervals
+from .statistics import (
+    bootstrap_interval,
+    mean_over_k_subsets,
+    pass_at_k,
+    stderr_of_mean,
+    wilson_interval,
+    wilson_intervals,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -780,7 +787,6 @@ def _accuracy_table(answers: pd.DataFrame, combination: Sequence[str] = COMBINAT
     conservative because a per-question mean varies no more than a single 0/1 answer).  ``stderr`` is the
     standard error of the mean over questions (lm-evaluation-harness's ``acc_stderr``).
     """
-    import numpy as np
     import pandas as pd
 
     keys = [*combination, "mode"]
@@ -801,8 +807,7 @@ def _accuracy_table(answers: pd.DataFrame, combination: Sequence[str] = COMBINAT
     table["questions"] = table.pop("size").astype(int)
     _, low, high = wilson_intervals(mean * questions, questions)
     table["accuracy"], table["ci_low"], table["ci_high"] = mean, low, high
-    with np.errstate(divide="ignore", invalid="ignore"):
-        table["stderr"] = table.pop("std").to_numpy(dtype=float) / np.sqrt(questions)
+    table["stderr"] = stderr_of_mean(table.pop("std").to_numpy(dtype=float), questions)
     table = table.drop(columns=["mean"])
     return table[[*keys, *ACCURACY_COLUMNS]]
 

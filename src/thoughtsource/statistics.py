@@ -2,7 +2,8 @@
 
 One proportion
     :func:`wilson_interval` (one) and :func:`wilson_intervals` (arrays): the Wilson score interval, one formula.
-    :func:`binomial_stderr`: the standard error of a mean of n 0/1 values (lm-evaluation-harness's ``mean_stderr``).
+    :func:`binomial_stderr`: the standard error of a mean of n 0/1 values (lm-evaluation-harness's ``mean_stderr``);
+    :func:`stderr_of_mean`: the same of any n values from their sample standard deviation (arrays).
 Two proportions
     :func:`fisher_exact`: two-sided Fisher's exact test (independent samples); :func:`newcombe_interval`: the
     hybrid score interval of a difference (method 10 of Newcombe 1998); :func:`mcnemar_exact`: the exact McNemar
@@ -31,6 +32,7 @@ __all__ = [
     "mean_over_k_subsets",
     "newcombe_interval",
     "pass_at_k",
+    "stderr_of_mean",
     "wilson_interval",
     "wilson_intervals",
 ]
@@ -80,6 +82,14 @@ def binomial_stderr(p: float, n: int) -> float:
     """The standard error of a mean of n 0/1 values with mean p (sample standard deviation, as lm-eval's
     ``mean_stderr``); nan for n <= 1 or p nan."""
     return math.sqrt(p * (1 - p) / (n - 1)) if n > 1 and p == p else math.nan
+
+
+def stderr_of_mean(std: Any, n: Any) -> Any:
+    """Vectorized standard error of a mean, ``std / sqrt(n)`` (std: the sample standard deviation); NaN where n = 0."""
+    import numpy as np
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(std, dtype=float) / np.sqrt(n)
 
 
 # --------------------------------------------------------------------------- two proportions
