@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from thoughtsource.errors import UnknownNameError
-from thoughtsource.star.tasks import TASKS, get_task
+from thoughtsource.errors import ConfigError, UnknownNameError
+from thoughtsource.star.tasks import TASKS, get_task, task_class, task_option_types
 from thoughtsource.star.tasks.arithmetic import ArithmeticTask, scratchpad
+from thoughtsource.star.tasks.from_dataset import CommonsenseQaTask, DatasetOptions, DatasetTask, Gsm8kTask, task_for
 
 FIGURE_3 = """<scratch>
 6 2 4 + 2 5 9 , C: 0
@@ -112,3 +114,54 @@ def test_an_unknown_task_lists_each_name_once() -> None:
     names = str(e.value).split("Available: ", 1)[1].split(", ")
     assert "Did you mean: gsm8k" in str(e.value)
     assert len(names) == len(set(names)) and {"arithmetic", "gsm8k", "commonsense_qa", "worldtree"} <= set(names)
+
+
+# --------------------------------------------------------------------------- DatasetTask's options object
+def test_dataset_task_from_options_or_keywords_is_the_same_task(shared_data: Path) -> None:
+    keywords = {"data_dir": str(shared_data), "n_train": 6, "n_test": 4, "n_dev": 2, "exemplar_seed": 7}
+    from_options = DatasetTask(DatasetOptions(dataset="svamp", **keywords))
+    tasks = [DatasetTask("svamp", **keywords), DatasetTask(dataset="svamp", **keywords), task_for("svamp", **keywords),
+             get_task("svamp", **keywords)]
+    for t in tasks:
+        assert t.options == from_options.options
+        for split in ("train", "dev", "test"):
+            assert t.load(split, 3) == from_options.load(split, 3)
+        assert t.exemplars(2) == from_options.exemplars(2)
+    assert (from_options.n_train, from_options.n_test, from_options.exemplar_split) == (6, 4, "train")
+    with pytest.raises(TypeError, match="twice"):
+        DatasetTask(DatasetOptions(dataset="svamp"), n_train=3)
+
+
+def test_registered_dataset_tasks_keep_their_defaults() -> None:
+    assert Gsm8kTask().options == DatasetOptions(dataset="gsm8k", test_split="test", prompts="star")
+    assert CommonsenseQaTask(n_train=5).options == DatasetOptions(dataset="commonsense_qa", test_split="validation",
+                                                                  prompts="star", n_train=5)
+    assert Gsm8kTask(Gsm8kTask.options_for(n_test=9, prompts="reference")).options == Gsm8kTask(n_test=9, prompts="reference").options
+    assert Gsm8kTask(dataset="other").dataset == "other"
+
+
+def test_dataset_options_are_checked_and_frozen() -> None:
+    with pytest.raises(ConfigError, match="n_dev >= 0"):
+        DatasetOptions(dataset="svamp", n_dev=-1)
+    with pytest.raises(ConfigError, match="per_iteration >= 1"):
+        DatasetOptions(dataset="svamp", per_iteration=0)
+    with pytest.raises(ConfigError, match="prompts must be one of"):
+        DatasetTask("svamp", prompts="paper")
+    with pytest.raises(ConfigError, match="commonsense_qa and gsm8k"):
+        DatasetTask(DatasetOptions(dataset="svamp", prompts="star"))
+    with pytest.raises(TypeError):
+        DatasetOptions("svamp")  # type: ignore[misc]  # keywords only
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DatasetOptions(dataset="svamp").n_test = 3  # type: ignore[misc]
+
+
+def test_task_options_a_config_may_set_are_kept() -> None:
+    """The task_options keys each task takes (config files and `star run` options name them)."""
+    dataset_keys = {"name", "train_split", "test_split", "exemplar_split", "n_train", "n_test", "test_fraction",
+                    "exemplar_seed", "max_new_tokens", "data_dir", "prompts", "n_dev", "per_iteration"}
+    assert set(task_option_types(task_class("gsm8k"))) == set(task_option_types(task_class("commonsense_qa"))) == dataset_keys
+    assert set(task_option_types(DatasetTask)) == dataset_keys | {"dataset"}  # by name: the dataset is the name
+    types = task_option_types(Gsm8kTask)
+    assert types["n_test"] == int | None and types["test_fraction"] is float and types["prompts"] is str
+    with pytest.raises(ConfigError, match="unknown task_options key 'dataset'"):
+        get_task("gsm8k", dataset="svamp")

@@ -52,7 +52,7 @@ from .artifacts import RunFolder, checkpoint, has_checkpoint, iter_dir, rational
 from .config import StarConfig
 from .engines import free_memory
 from .generation import Generator, GenStats
-from .metrics import iteration_metrics, pseudo_label_metrics, write_summary
+from .metrics import IterationResults, iteration_metrics, pseudo_label_metrics, write_summary
 from .models import RunModels
 from .tasks import Problem, Task, TrainingRecord, get_task
 
@@ -118,8 +118,8 @@ class StarRun:
         d0 = iter_dir(self.out, 0)
         if not self.folder.iteration_current(0):
             dev0 = self._evaluate(0, d0, dev, "dev") if dev else None
-            m0 = iteration_metrics(cfg, self.task, 0, self.models.path(0), [], None, None, None, None,
-                                   self._evaluate(0, d0, test), dev0)
+            m0 = iteration_metrics(cfg, self.task, IterationResults(n=0, model=self.models.path(0), test=self._evaluate(0, d0, test),
+                                                                    dev=dev0))
             write(d0 / "metrics.json", m0)
         all_metrics.append(read_json(d0 / "metrics.json"))
         if not (self.out / "metrics.json").exists():  # the summary exists from the first finished step on
@@ -149,8 +149,9 @@ class StarRun:
             test_res = self._evaluate(n, d, test)
             dev_res = self._evaluate(n, d, dev, "dev") if dev else None
             filter_report = read_json(d / "filter.json") if (d / "filter.json").exists() else None
-            m = iteration_metrics(cfg, self.task, n, self.models.path(n), train, gen, rat, records, train_stats, test_res,
-                                  dev_res, filter_report)
+            m = iteration_metrics(cfg, self.task, IterationResults(n=n, model=self.models.path(n), test=test_res, dev=dev_res, train=train,
+                                                                   gen=gen, rat=rat, records=records, train_stats=train_stats,
+                                                                   filter_report=filter_report))
             if cfg.pseudo_labels.mode == "majority":
                 m["pseudo_labels"] = pseudo_label_metrics(read_json(d / "pseudo_labels.json")["rows"])
             write(d / "metrics.json", m)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,38 @@ def accuracy(k: int, n: int) -> float | None:
     return round(k / n, 4) if n else None
 
 
-def iteration_metrics(cfg: StarConfig, task: Task, n: int, model: str, train: list[Problem], gen: dict[str, Any] | None,
-                      rat: dict[str, Any] | None, records: list[TrainingRecord] | None, train_stats: dict[str, Any] | None,
-                      test: dict[str, Any], dev: dict[str, Any] | None = None,
-                      filter_report: dict[str, Any] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True)
+class IterationResults:
+    """What iteration ``n`` produced, as its steps wrote it (``iter_n/*.json``): what :func:`iteration_metrics` reads.
+
+    Iteration 0 (the base model) has only ``test`` (and ``dev``); the others are for n > 0.
+    """
+
+    n: int
+    #: M_n's path
+    model: str
+    #: the test step (``test.json``): its rows ({"group", "correct", ...}) and ``wall_s``
+    test: dict[str, Any]
+    #: the dev step (``dev.json``), when the task has a dev set
+    dev: dict[str, Any] | None = None
+    #: the iteration's training problems
+    train: Sequence[Problem] = ()
+    #: the generate and rationalize steps (``generate.json``, ``rationalize.json``); None where the arm has none
+    gen: dict[str, Any] | None = None
+    rat: dict[str, Any] | None = None
+    #: the training set D_n ∪ D_n^rat (``train.jsonl``)
+    records: Sequence[TrainingRecord] | None = None
+    #: the train step (``train_stats.json``)
+    train_stats: dict[str, Any] | None = None
+    #: the filter's report (``filter.json``)
+    filter_report: dict[str, Any] | None = None
+
+
+def iteration_metrics(cfg: StarConfig, task: Task, results: IterationResults) -> dict[str, Any]:
     """Iteration n's metrics: test (and dev) accuracy of M_n, and for n > 0 what its training set was made of."""
-    m: dict[str, Any] = {"iteration": n, "model": model, "seed": cfg.seed, "timings_s": {}}
-    for name, res in (("test", test), ("dev", dev)):
+    n, train, gen, rat, records, train_stats = results.n, results.train, results.gen, results.rat, results.records, results.train_stats
+    m: dict[str, Any] = {"iteration": n, "model": results.model, "seed": cfg.seed, "timings_s": {}}
+    for name, res in (("test", results.test), ("dev", results.dev)):
         if res is None:
             continue
         rows = res["rows"]
@@ -54,7 +81,7 @@ def iteration_metrics(cfg: StarConfig, task: Task, n: int, model: str, train: li
             "rationalization_acceptance": accuracy(rat_ok, len(rat["rows"])) if rat else None,
             "train_accuracy_after_rationalization": accuracy((correct or 0) + rat_ok, len(train)) if correct is not None else None,
             "kept": len(records or []),
-            "filter": filter_report,
+            "filter": results.filter_report,
             "kept_rationalized": sum(r.rationalized for r in records or []),
             "steps": (train_stats or {}).get("steps"),
             "train_loss": (train_stats or {}).get("train_loss"),

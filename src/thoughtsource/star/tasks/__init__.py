@@ -37,10 +37,18 @@ def task_option_names(cls: type) -> list[str]:
 
 
 def task_option_types(cls: type) -> dict[str, Any]:
-    """``{option: its type}`` of the keyword options a task class takes (see :func:`task_option_names`)."""
+    """``{option: its type}`` of the keyword options a task class takes (see :func:`task_option_names`): the fields of
+    its ``options_type`` (DatasetTask's DatasetOptions; not ``dataset`` where the class names its own), else the
+    keywords of its __init__."""
+    import dataclasses
     import inspect
     import typing
 
+    options_type = getattr(cls, "options_type", None)
+    if options_type is not None:
+        hints = typing.get_type_hints(options_type)
+        fixed = {"dataset"} & set(getattr(cls, "option_defaults", {}))
+        return {f.name: hints[f.name] for f in dataclasses.fields(options_type) if f.init and f.name not in fixed}
     names: dict[str, Any] = {}
     for klass in cls.__mro__:
         if "__init__" not in vars(klass):
@@ -95,7 +103,7 @@ def get_task(name: str, **options: Any) -> Task:
     from .from_dataset import DatasetTask
 
     if Path(name).exists():
-        return DatasetTask(name, **options)
+        return DatasetTask(DatasetTask.options_for(name, **options))
     from ... import datasets as registry
     from ...errors import UnknownNameError
 
@@ -103,4 +111,4 @@ def get_task(name: str, **options: Any) -> Task:
     if known and name not in known:
         raise UnknownNameError("STaR task or dataset", name, [*TASKS, *known])
     options = check_task_options(name, options)
-    return DatasetTask(name, **options)
+    return DatasetTask(DatasetTask.options_for(name, **options))

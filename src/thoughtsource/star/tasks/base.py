@@ -7,6 +7,7 @@ contain the hint.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -41,8 +42,11 @@ class TrainingRecord:
         return {"id": self.id, "prompt": self.prompt, "completion": self.completion, "rationalized": self.rationalized}
 
 
-class Task:
-    """Base class; subclasses implement the abstract parts."""
+class Task(abc.ABC):
+    """What the STaR loop asks of a task: subclasses implement the abstract methods; the others have defaults.
+
+    ``tests/star/test_task_conformance.py`` checks the contract for every task in ``TASKS``.
+    """
 
     name: ClassVar[str] = "task"
     #: cut generated text at the first of these (the next few-shot example starting)
@@ -54,32 +58,38 @@ class Task:
     cli_options: ClassVar[dict[str, str | None]] = {}
     cli_refused: ClassVar[str] = ""
 
-    def load(self, split: str, seed: int) -> list[Problem]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def load(self, split: str, seed: int) -> list[Problem]:
+        """The problems of ``train``, ``dev`` (may be empty) or ``test``, the same for the same seed; the three share
+        no problem, and no exemplar is among them."""
 
     def train_problems(self, iteration: int, seed: int) -> list[Problem]:
         """The training problems of 1-based ``iteration``: by default the same training set every time."""
         return self.load("train", seed)
 
-    def exemplars(self, k: int) -> list[Problem]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def exemplars(self, k: int) -> list[Problem]:
+        """The few-shot exemplars (with their reference rationales) for ``fewshot_k`` = k; none for k = 0."""
 
-    def prompt(self, problem: Problem, exemplars: list[Problem], *, hint: bool = False, direct: bool = False) -> str:  # pragma: no cover
-        raise NotImplementedError
+    @abc.abstractmethod
+    def prompt(self, problem: Problem, exemplars: list[Problem], *, hint: bool = False, direct: bool = False) -> str:
+        """The exemplars' blocks followed by the problem's (its question; with ``hint``, the rationalization hint)."""
 
-    def hint(self, problem: Problem) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def hint(self, problem: Problem) -> str:
+        """The rationalization hint for the problem's answer (in prompts with ``hint=True`` only, never in training data)."""
 
-    def predicted_answer(self, problem: Problem, text: str, *, direct: bool = False) -> str | None:  # pragma: no cover
+    @abc.abstractmethod
+    def predicted_answer(self, problem: Problem, text: str, *, direct: bool = False) -> str | None:
         """The answer the text commits to (strict extraction), normalised; None when there is none."""
-        raise NotImplementedError
 
-    def is_correct(self, problem: Problem, text: str, *, direct: bool = False) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def is_correct(self, problem: Problem, text: str, *, direct: bool = False) -> bool:
+        """Whether the text (a generation after :meth:`prompt`, already trimmed) ends in the problem's answer."""
 
-    def completion(self, problem: Problem, rationale: str | None) -> str:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def completion(self, problem: Problem, rationale: str | None) -> str:
         """A reference rationale (without its answer) followed by the answer; None: the answer alone (direct)."""
-        raise NotImplementedError
 
     def generated_completion(self, text: str) -> str:
         """A generated text (already judged to end in the correct answer) as a training target."""

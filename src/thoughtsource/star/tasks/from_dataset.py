@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -65,58 +66,94 @@ def _question_key(question: str) -> str:
     return " ".join(question.lower().split())
 
 
+@dataclass(frozen=True, kw_only=True)
+class DatasetOptions:
+    """A :class:`DatasetTask`'s options: ``dataset`` and the ``task_options`` of a STaR config (all but ``dataset``)."""
+
+    #: a registered dataset name or a ThoughtSource file
+    dataset: str
+    #: the dataset to use when the file holds several
+    name: str | None = None
+    train_split: str = "train"
+    #: None: test is a seeded partition of the train split (``n_test`` problems, or ``test_fraction`` of it)
+    test_split: str | None = None
+    #: where reference exemplars are drawn from (None: the train split)
+    exemplar_split: str | None = None
+    n_train: int | None = None
+    n_test: int | None = 200
+    test_fraction: float = 0.2
+    exemplar_seed: int = 1234
+    #: None: the task's default_max_new_tokens
+    max_new_tokens: int | None = None
+    data_dir: str | None = None
+    #: the few-shot exemplars: "reference" or "star" (the STaR authors', commonsense_qa and gsm8k only)
+    prompts: str = "reference"
+    #: problems held out of training for choosing the best iteration
+    n_dev: int = 0
+    #: a fresh seeded sample of this many training problems each iteration (None: the same training set)
+    per_iteration: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.n_dev < 0 or (self.per_iteration is not None and self.per_iteration < 1):
+            raise ConfigError(f"need n_dev >= 0 and per_iteration >= 1, got n_dev={self.n_dev}, per_iteration={self.per_iteration}")
+        if self.prompts not in PROMPT_SOURCES:
+            raise ConfigError(f"prompts must be one of {PROMPT_SOURCES}, got {self.prompts!r}")
+
+
 class DatasetTask(Task):
-    """Problems from a Collection (a registered dataset name or a ThoughtSource file)."""
+    """Problems from a Collection (a registered dataset name or a ThoughtSource file).
+
+    Made from its options, ``DatasetTask(DatasetOptions(dataset="svamp", n_test=50))``, or from keywords, as the
+    registry makes a task from a config's ``task_options``: ``DatasetTask("svamp", n_test=50)``,
+    ``Gsm8kTask(n_train=100)`` (:meth:`options_for`: a subclass's :attr:`option_defaults` under them).
+    """
 
     name: ClassVar[str] = "dataset"
     stop: ClassVar[tuple[str, ...]] = ("\n\nQ:", "\nQ:")
     default_max_new_tokens: ClassVar[int] = 160
     #: the task name under which :mod:`thoughtsource.star.prompts` holds the authors' prompts (None: none)
     star_prompts: ClassVar[str | None] = None
+    #: the task's options as one object (``task_option_types`` reads its fields)
+    options_type: ClassVar[type[DatasetOptions]] = DatasetOptions
+    #: the options a subclass sets unless given (its dataset, its splits, its prompts)
+    option_defaults: ClassVar[dict[str, Any]] = {}
 
-    def __init__(
-        self,
-        dataset: str,
-        *,
-        name: str | None = None,
-        train_split: str = "train",
-        test_split: str | None = None,
-        exemplar_split: str | None = None,
-        n_train: int | None = None,
-        n_test: int | None = 200,
-        test_fraction: float = 0.2,
-        exemplar_seed: int = 1234,
-        max_new_tokens: int | None = None,
-        data_dir: str | None = None,
-        prompts: str = "reference",
-        n_dev: int = 0,
-        per_iteration: int | None = None,
-    ) -> None:
-        if n_dev < 0 or (per_iteration is not None and per_iteration < 1):
-            raise ConfigError(f"need n_dev >= 0 and per_iteration >= 1, got n_dev={n_dev}, per_iteration={per_iteration}")
-        if prompts not in PROMPT_SOURCES:
-            raise ConfigError(f"prompts must be one of {PROMPT_SOURCES}, got {prompts!r}")
-        if prompts == "star" and self.star_prompts is None:
+    def __init__(self, options: DatasetOptions | str | None = None, /, **keywords: Any) -> None:
+        if not isinstance(options, DatasetOptions):
+            options = self.options_for(options, **keywords)
+        elif keywords:
+            raise TypeError(f"{type(self).__name__}: options given twice (a DatasetOptions and keywords {sorted(keywords)})")
+        if options.prompts == "star" and self.star_prompts is None:
             raise ConfigError("prompts='star' (the STaR authors' prompts) exists for commonsense_qa and gsm8k only")
-        self.prompts = prompts
-        self.dataset = dataset
-        self.dataset_name = name
-        self.train_split = train_split
-        self.test_split = test_split
-        self.exemplar_split = exemplar_split or train_split
-        self.n_train = n_train
-        self.n_test = n_test
-        self.test_fraction = test_fraction
-        self.exemplar_seed = exemplar_seed
-        self.data_dir = data_dir
-        self.n_dev = n_dev
-        self.per_iteration = per_iteration
-        if max_new_tokens:
-            self.default_max_new_tokens = max_new_tokens  # type: ignore[misc]
+        self.options = options
+        self.prompts = options.prompts
+        self.dataset = options.dataset
+        self.dataset_name = options.name
+        self.train_split = options.train_split
+        self.test_split = options.test_split
+        self.exemplar_split = options.exemplar_split or options.train_split
+        self.n_train = options.n_train
+        self.n_test = options.n_test
+        self.test_fraction = options.test_fraction
+        self.exemplar_seed = options.exemplar_seed
+        self.data_dir = options.data_dir
+        self.n_dev = options.n_dev
+        self.per_iteration = options.per_iteration
+        if options.max_new_tokens:
+            self.default_max_new_tokens = options.max_new_tokens  # type: ignore[misc]
         self._splits: dict[str, list[Sample]] | None = None
         self._ds_name = ""
 
     # ------------------------------------------------------------------ loading
+    @classmethod
+    def options_for(cls, dataset: str | None = None, /, **keywords: Any) -> DatasetOptions:
+        """The options from keywords, over this class's :attr:`option_defaults` (``dataset`` among them for a
+        subclass that names its dataset)."""
+        given = {**cls.option_defaults, **keywords}
+        if dataset is not None:
+            given["dataset"] = dataset
+        return DatasetOptions(**given)
+
     def _collection_splits(self) -> dict[str, list[Sample]]:
         if self._splits is not None:
             return self._splits
@@ -322,25 +359,17 @@ SUPPORTED_TYPES = tuple(RATIONALE_CHECKS)
 
 
 def task_for(dataset: str, **options: Any) -> DatasetTask:
-    return DatasetTask(dataset, **options)
+    return DatasetTask(DatasetTask.options_for(dataset, **options))
 
 
 class Gsm8kTask(DatasetTask):
     name: ClassVar[str] = "gsm8k"
     default_max_new_tokens: ClassVar[int] = 256
     star_prompts: ClassVar[str | None] = "gsm8k"
-
-    def __init__(self, **options: Any) -> None:
-        options.setdefault("test_split", "test")
-        options.setdefault("prompts", "star")
-        super().__init__(options.pop("dataset", "gsm8k"), **options)
+    option_defaults: ClassVar[dict[str, Any]] = {"dataset": "gsm8k", "test_split": "test", "prompts": "star"}
 
 
 class CommonsenseQaTask(DatasetTask):
     name: ClassVar[str] = "commonsense_qa"
     star_prompts: ClassVar[str | None] = "commonsense_qa"
-
-    def __init__(self, **options: Any) -> None:
-        options.setdefault("test_split", "validation")
-        options.setdefault("prompts", "star")
-        super().__init__(options.pop("dataset", "commonsense_qa"), **options)
+    option_defaults: ClassVar[dict[str, Any]] = {"dataset": "commonsense_qa", "test_split": "validation", "prompts": "star"}
