@@ -155,3 +155,24 @@ def test_user_management_and_step_labels(tmp_path: Path) -> None:
         db.set_step(REF, "alice", 4, 4, label=1)
     with pytest.raises(StoreError, match="one of"):
         db.set_step(REF, "alice", 4, 0, label=2)
+
+
+def test_a_database_written_by_the_code_before_the_shared_migration_runner_opens(tmp_path: Path) -> None:
+    """``fixtures/annotations_e7d55d0.sqlite``: made by the annotation database of commit e7d55d0 (its own runner,
+    which recorded ``_migrations (name, applied)``); it opens with nothing to apply and every resource reads back."""
+    import shutil
+
+    path = tmp_path / "old.sqlite"
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "annotations_e7d55d0.sqlite", path)
+    db = AnnotationDB(path)
+    conn = sqlite3.connect(path)
+    assert [r[0] for r in conn.execute("SELECT name FROM _migrations")] == [m[0] for m in MIGRATIONS]
+    assert [(u.name, u.role) for u in db.users()] == [("alice", "annotator"), ("root", "admin")]
+    assert db.session_user("tok").name == "alice" and db.token_user("th").name == "alice"
+    assert [(r.annotator, r.key, r.value) for r in db.annotations()] == [
+        ("alice", "Too verbose", True), ("alice", STEP_KEY, {"labels": [None, 1, None], "first_error": None})]
+    assert [(r.annotator, r.key, r.value) for r in db.adjudications()] == [("root", "Too verbose", False)]
+    assert db.assigned() == {"alice": [("worldtree", "test", "s1")]}
+    assert db.uploads() == ["up1.json"] and db.setting("k") == {"a": 1}
+    db.upsert(REF2, "alice", "Too verbose", False)  # and it takes writes
+    assert db.count() == 3

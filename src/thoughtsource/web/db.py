@@ -7,7 +7,7 @@ transaction and every connection waits up to ``busy_timeout`` for the write lock
 annotators saving at once are serialised by SQLite instead of failing.  ``synchronous=NORMAL`` is
 the WAL setting SQLite recommends: never corrupt, and a committed annotation survives a crash of the
 server (only a power loss can undo the last commits).  The schema only moves forward: ``MIGRATIONS`` is an
-append-only list recorded in ``_migrations``.
+append-only list recorded in ``_migrations`` (by :mod:`thoughtsource.sqlite_migrations`).
 
 An annotation is unique per (CoT, annotator, key); a CoT is addressed by (dataset, split, sample id,
 CoT id) as they appear in the served ThoughtSource files.  Values are stored as JSON text.
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import sqlite_migrations
 from ..errors import StoreError
 from ..sqlite_wal import enable_wal
 
@@ -296,21 +297,9 @@ class AnnotationDB:
             mode = enable_wal(conn, BUSY_TIMEOUT_MS / 1000)
             if mode.lower() != "wal":
                 raise StoreError(f"{self.path}: could not switch the database to WAL mode (got {mode!r})")
-        try:
-            with self.connect(write=True) as conn:  # one transaction: a failed migration leaves the file as it was
-                conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
-                done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
-                for name, sql in MIGRATIONS:
-                    if name in done:
-                        continue
-                    if callable(sql):
-                        sql(conn)
-                    else:
-                        for stmt in (s.strip() for s in sql.split(";")):
-                            if stmt:
-                                conn.execute(stmt)
-                    conn.execute("INSERT INTO _migrations (name, applied) VALUES (?, ?)", (name, now()))
-                    log.debug("%s: applied migration %s", self.path, name)
+        try:  # each migration in one transaction: a failed one leaves the file as the one before left it
+            with self.connect() as conn:
+                sqlite_migrations.migrate(conn, MIGRATIONS, label=str(self.path))
         except sqlite3.DatabaseError as e:  # another program's SQLite file (a 'users' table of its own, ...)
             raise StoreError(f"{self.path}: not a thoughtsource annotation database, or one this version cannot "
                              f"upgrade ({e}); give another --db") from None
