@@ -176,3 +176,19 @@ def test_a_database_written_by_the_code_before_the_shared_migration_runner_opens
     assert db.uploads() == ["up1.json"] and db.setting("k") == {"a": 1}
     db.upsert(REF2, "alice", "Too verbose", False)  # and it takes writes
     assert db.count() == 3
+
+
+def test_each_resource_class_works_alone_and_the_facade_has_them_all(tmp_path: Path) -> None:
+    """``AnnotationDB`` is the four resource classes together; each opens (and migrates) the same file by itself."""
+    from thoughtsource.web.db import Annotations, Database, Reviews, ServerState, Users
+
+    path = tmp_path / "a.sqlite"
+    Users(path).add_user("alice", "h", "annotator")
+    Annotations(path).upsert(REF, "alice", "Too verbose", True)
+    Reviews(path).replace_assignments([("worldtree", "test", "s1", "alice")])
+    ServerState(path).set_setting("blind", True)
+    db = AnnotationDB(path)
+    assert db.user("alice") is not None and db.count() == 1 and db.assigned() == {"alice": [("worldtree", "test", "s1")]}
+    assert db.setting("blind") is True
+    own = {n for cls in (Users, Annotations, Reviews, ServerState) for n in vars(cls) if not n.startswith("__")}
+    assert own <= set(dir(AnnotationDB)) and all(issubclass(c, Database) for c in (Users, Annotations, Reviews, ServerState))
