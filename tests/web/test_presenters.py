@@ -80,3 +80,25 @@ def test_neighbours_fall_back_to_file_order_when_the_sample_left_the_filter(serv
     assert neighbours(items, items[0]) == (0, None, items[1])
     kept = [items[1], items[5]]
     assert neighbours(kept, items[3]) == (None, items[1], items[5])
+
+
+def test_the_list_page_pages_the_filtered_samples_and_counts_the_queue(tmp_path: Path, served: ServedData) -> None:
+    db, settings, alice, _ = _setup(tmp_path, served)
+    page = presenters.list_page(served, db, Filters(), Viewer(alice, False, KEY), settings, 10_000, "")
+    n = len(served.items)
+    assert (page["total"], page["pages"], page["page"]) == (n, -(-n // 25), -(-n // 25))  # a page past the end: the last
+    assert [r["item"] for r in page["rows"]] == served.items[(page["page"] - 1) * 25:]
+    assert page["queue"] is None and page["progress"]["cots"] == 0 and page["page_href"](2).endswith("page=2")
+    first = page["rows"][0]["item"]
+    assert page["rows"][0]["models"] == sorted({model_name(c) for c in first.sample.generated_cot if model_name(c)})
+
+    queue = served.items[:3]
+    db.replace_assignments([(it.dataset, it.split, it.sample.id, "alice") for it in queue])
+    for cid in queue[1].cot_ids:  # every CoT of the second sample annotated: that sample is done
+        db.upsert(served.cot_ref(queue[1].dataset, queue[1].split, queue[1].sample.id, cid), "alice", "reviewed", True)
+    f = Filters(model="gpt-4")
+    page = presenters.list_page(served, db, f, Viewer(alice, True, KEY), settings, 1, "queue-done")
+    assert page["queue"] == {"assigned": True, "total": 3, "done": 1} and f.model == ""  # blind: no model filter
+    assert all(r["models"] == [] and r["n_correct"] == r["n_wrong"] == 0 for r in page["rows"])
+    assert page["rows"][1]["mine"] is True and page["notice"].startswith("Your queue is done")
+    assert presenters.work_queue(served, db, alice) == (queue, True)

@@ -1,4 +1,4 @@
-"""Presenters: the view models of the pages, built from the served data and the database without HTTP.
+"""Presenters: the view models of the list and sample pages, built from the served data and the database without HTTP.
 
 A handler parses and authorizes, then asks a presenter for its page's context and renders it; the presenter
 decides what the viewer sees (blind review's aliases, order and hidden fields, the viewer's own annotations and
@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from ..schema import model_name
 from . import auth
-from .data import Filters, Item, ServedData, cot_correct
+from .agreement import progress
+from .data import Filters, Item, ServedData, cot_correct, sample_done
 from .db import STEP_KEY, AnnotationDB, AnnotationRow, User
 from .similarity import segments
 
@@ -82,6 +84,61 @@ class Viewer:
         """No filtering by what blind review hides."""
         if self.blind:
             f.model = f.trigger = f.correct = ""
+
+
+# --------------------------------------------------------------------------- list page
+def work_queue(data: ServedData, db: AnnotationDB, user: User) -> tuple[list[Item], bool]:
+    """The user's work queue: their assigned samples in order, or every served sample when none are assigned."""
+    assigned = db.assigned(user.name).get(user.name)
+    if assigned is None:
+        return data.items, False
+    return [it for key in assigned if (it := data.index.get(key)) is not None], True
+
+
+def _list_row(it: Item, f: Filters, blind: bool, mine: set[tuple[str, str, str]]) -> dict[str, Any]:
+    marks = [cot_correct(c) for c in it.sample.generated_cot]
+    return {
+        "item": it,
+        "question": it.sample.question if len(it.sample.question) <= 220 else it.sample.question[:217] + "…",
+        "models": [] if blind else sorted({model_name(c) for c in it.sample.generated_cot if model_name(c)}),
+        "n_cots": len(it.sample.generated_cot),
+        "n_correct": 0 if blind else sum(1 for m in marks if m is True),
+        "n_wrong": 0 if blind else sum(1 for m in marks if m is False),
+        "mine": it.key in mine,
+        "href": sample_href(it, f),
+    }
+
+
+def _progress(data: ServedData, own_rows: list[AnnotationRow], q: list[Item], assigned: bool) -> dict[str, Any]:
+    """The viewer's own progress over all served CoTs, and over their queue when they have one."""
+    prog = progress(own_rows, data.total_cots, len(data.items))
+    done = {r.ref for r in own_rows}
+    return {
+        "progress": prog[0] if prog else {"cots": 0, "samples": 0, "annotations": 0, "total_cots": data.total_cots,
+                                          "total_samples": len(data.items)},
+        "queue": {"assigned": assigned, "total": len(q), "done": sum(1 for it in q if sample_done(it, done))} if assigned else None,
+    }
+
+
+def list_page(data: ServedData, db: AnnotationDB, f: Filters, viewer: Viewer, settings: ServeSettings, page: int,
+              notice: str) -> dict[str, Any]:
+    """The context of ``list.html``: page ``page`` of the samples filtered by ``f``, the viewer's progress and queue."""
+    user = viewer.user
+    viewer.hide_filters(f)
+    items = data.select(f, db.annotated_samples(auth.visible_annotator(user, None)))
+    mine = db.annotated_samples(user.name)
+    size = settings.page_size
+    pages_n = max(1, math.ceil(len(items) / size))
+    page = min(page, pages_n)
+    rows = [_list_row(it, f, viewer.blind, mine) for it in items[(page - 1) * size : page * size]]
+    q, assigned = work_queue(data, db, user)
+    query = f.query()
+    return {
+        "rows": rows, "f": f, "facets": data.facets, "total": len(items), "page": page, "pages": pages_n,
+        "page_href": lambda p: "/samples?" + urlencode({**query, "page": p}), "blind": viewer.blind,
+        **_progress(data, db.annotations(annotator=user.name), q, assigned),
+        "notice": "Your queue is done: every assigned sample has your annotations." if notice == "queue-done" else "",
+    }
 
 
 # --------------------------------------------------------------------------- sample page

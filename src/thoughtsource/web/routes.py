@@ -9,9 +9,8 @@ from __future__ import annotations
 import io as _io
 import json
 import logging
-import math
 from typing import Annotated, Any, Literal
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
@@ -20,12 +19,10 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import io
 from ..errors import DataError, StoreError
-from ..schema import model_name
-from . import agreement as agreement_mod
 from . import auth, presenters
-from .data import Filters, Item, NotFound, ServedData, cot_correct, sample_done, write_csv
+from .data import Filters, Item, NotFound, ServedData, sample_done, write_csv
 from .db import AnnotationDB, CotRef, User
-from .presenters import renumber, sample_href, sample_path
+from .presenters import renumber, sample_path
 from .settings import ServeSettings
 from .similarity import pairwise
 
@@ -212,54 +209,16 @@ def _own_cots(db: AnnotationDB, user: User) -> set[CotRef]:
 
 
 def queue(request: Request, user: User) -> tuple[list[Item], bool]:
-    """The user's work queue: their assigned samples in order, or every served sample when none are assigned."""
-    data = served_data(request)
-    assigned = annotation_db(request).assigned(user.name).get(user.name)
-    if assigned is None:
-        return data.items, False
-    return [it for key in assigned if (it := data.index.get(key)) is not None], True
+    """:func:`presenters.work_queue` of the app's data and database."""
+    return presenters.work_queue(served_data(request), annotation_db(request), user)
 
 
 # --------------------------------------------------------------------------- list
 @pages.get("/samples")
 def samples(request: Request, user: CurrentUser, f: Annotated[Filters, Depends(_filters)], data: Data, db: DB,
             settings: Settings, page: Annotated[int, Query(ge=1, le=100_000)] = 1, notice: str = "") -> Response:
-    is_blind = blind(request, user)
-    if is_blind:  # no filtering by what blind review hides
-        f.model = f.trigger = f.correct = ""
-    annotated = db.annotated_samples(auth.visible_annotator(user, None))
-    mine = db.annotated_samples(user.name)
-    items = data.select(f, annotated)
-    size = settings.page_size
-    pages_n = max(1, math.ceil(len(items) / size))
-    page = min(page, pages_n)
-    shown = items[(page - 1) * size : page * size]
-    rows = []
-    for it in shown:
-        marks = [cot_correct(c) for c in it.sample.generated_cot]
-        rows.append({
-            "item": it,
-            "question": it.sample.question if len(it.sample.question) <= 220 else it.sample.question[:217] + "…",
-            "models": [] if is_blind else sorted({model_name(c) for c in it.sample.generated_cot if model_name(c)}),
-            "n_cots": len(it.sample.generated_cot),
-            "n_correct": 0 if is_blind else sum(1 for m in marks if m is True),
-            "n_wrong": 0 if is_blind else sum(1 for m in marks if m is False),
-            "mine": it.key in mine,
-            "href": sample_href(it, f),
-        })
-    own_rows = db.annotations(annotator=user.name)
-    prog = agreement_mod.progress(own_rows, data.total_cots, len(data.items))
-    done = {r.ref for r in own_rows}
-    q, assigned = queue(request, user)
-    query = f.query()
-    return render(
-        request, "list.html", user, rows=rows, f=f, facets=data.facets, total=len(items), page=page, pages=pages_n,
-        page_href=lambda p: "/samples?" + urlencode({**query, "page": p}), blind=is_blind,
-        progress=prog[0] if prog else {"cots": 0, "samples": 0, "annotations": 0, "total_cots": data.total_cots,
-                                        "total_samples": len(data.items)},
-        queue={"assigned": assigned, "total": len(q), "done": sum(1 for it in q if sample_done(it, done))} if assigned else None,
-        notice="Your queue is done: every assigned sample has your annotations." if notice == "queue-done" else "",
-    )
+    ctx = presenters.list_page(data, db, f, viewer(request, user), settings, page, notice)
+    return render(request, "list.html", user, **ctx)
 
 
 @pages.get("/next")
