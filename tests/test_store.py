@@ -77,3 +77,19 @@ def test_unusable_file_is_a_store_error(tmp_path: Path):
     bad.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError, match=r"not\.sqlite"):
         CompletionStore(bad)
+
+
+def test_a_store_written_by_the_code_before_the_shared_migration_runner_opens(tmp_path: Path):
+    """``tests/fixtures/completions_e7d55d0.sqlite``: made by the store of commit e7d55d0 (its own runner, which
+    recorded ``_migrations (name, applied_at)``); it opens with nothing to apply and its row reads back whole."""
+    import shutil
+
+    path = tmp_path / "old.sqlite"
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "completions_e7d55d0.sqlite", path)
+    with CompletionStore(path) as st:
+        assert migrate(st.db) == []
+        row = st.get("v1:abc")
+        assert row is not None
+        assert (row.text, row.prompt_tokens, row.completion_tokens, row.finish_reason) == ("kept", 1, 2, "stop")
+        assert (row.reasoning, row.reasoning_tokens, row.reasoning_source) == ("think", 3, "field")
+        assert [r[0] for r in st.db.execute("SELECT name FROM _migrations ORDER BY name")] == [m.__name__ for m in MIGRATIONS]

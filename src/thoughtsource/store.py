@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import sqlite_migrations
 from .backends.base import Completion, Request
 from .errors import StoreError
 from .sqlite_wal import enable_wal
@@ -159,20 +160,9 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
 
 
 def migrate(db: sqlite3.Connection, migrations: Iterable[Callable[[sqlite3.Connection], None]] | None = None) -> list[str]:
-    """Apply the migrations not yet recorded in ``_migrations`` (each in its own transaction)."""
-    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    applied: list[str] = []
-    for m in MIGRATIONS if migrations is None else migrations:
-        with db:  # BEGIN ... COMMIT (or ROLLBACK)
-            db.execute("BEGIN IMMEDIATE")
-            if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (m.__name__,)).fetchone():
-                continue
-            m(db)
-            db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (m.__name__, _now()))
-            applied.append(m.__name__)
-    if applied:
-        log.debug("store migrations applied: %s", ", ".join(applied))
-    return applied
+    """Apply the migrations not yet recorded in ``_migrations`` (each in its own transaction; see
+    :mod:`thoughtsource.sqlite_migrations`, the runner the annotation database uses too)."""
+    return sqlite_migrations.migrate(db, MIGRATIONS if migrations is None else migrations, label="store")
 
 
 def _now() -> str:

@@ -155,3 +155,40 @@ def test_user_management_and_step_labels(tmp_path: Path) -> None:
         db.set_step(REF, "alice", 4, 4, label=1)
     with pytest.raises(StoreError, match="one of"):
         db.set_step(REF, "alice", 4, 0, label=2)
+
+
+def test_a_database_written_by_the_code_before_the_shared_migration_runner_opens(tmp_path: Path) -> None:
+    """``fixtures/annotations_e7d55d0.sqlite``: made by the annotation database of commit e7d55d0 (its own runner,
+    which recorded ``_migrations (name, applied)``); it opens with nothing to apply and every resource reads back."""
+    import shutil
+
+    path = tmp_path / "old.sqlite"
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "annotations_e7d55d0.sqlite", path)
+    db = AnnotationDB(path)
+    conn = sqlite3.connect(path)
+    assert [r[0] for r in conn.execute("SELECT name FROM _migrations")] == [m[0] for m in MIGRATIONS]
+    assert [(u.name, u.role) for u in db.users()] == [("alice", "annotator"), ("root", "admin")]
+    assert db.session_user("tok").name == "alice" and db.token_user("th").name == "alice"
+    assert [(r.annotator, r.key, r.value) for r in db.annotations()] == [
+        ("alice", "Too verbose", True), ("alice", STEP_KEY, {"labels": [None, 1, None], "first_error": None})]
+    assert [(r.annotator, r.key, r.value) for r in db.adjudications()] == [("root", "Too verbose", False)]
+    assert db.assigned() == {"alice": [("worldtree", "test", "s1")]}
+    assert db.uploads() == ["up1.json"] and db.setting("k") == {"a": 1}
+    db.upsert(REF2, "alice", "Too verbose", False)  # and it takes writes
+    assert db.count() == 3
+
+
+def test_each_resource_class_works_alone_and_the_facade_has_them_all(tmp_path: Path) -> None:
+    """``AnnotationDB`` is the four resource classes together; each opens (and migrates) the same file by itself."""
+    from thoughtsource.web.db import Annotations, Database, Reviews, ServerState, Users
+
+    path = tmp_path / "a.sqlite"
+    Users(path).add_user("alice", "h", "annotator")
+    Annotations(path).upsert(REF, "alice", "Too verbose", True)
+    Reviews(path).replace_assignments([("worldtree", "test", "s1", "alice")])
+    ServerState(path).set_setting("blind", True)
+    db = AnnotationDB(path)
+    assert db.user("alice") is not None and db.count() == 1 and db.assigned() == {"alice": [("worldtree", "test", "s1")]}
+    assert db.setting("blind") is True
+    own = {n for cls in (Users, Annotations, Reviews, ServerState) for n in vars(cls) if not n.startswith("__")}
+    assert own <= set(dir(AnnotationDB)) and all(issubclass(c, Database) for c in (Users, Annotations, Reviews, ServerState))

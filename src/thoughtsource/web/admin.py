@@ -33,7 +33,7 @@ from . import auth
 from .data import UPLOAD_SUFFIXES, ServedData, sample_done
 from .db import ROLES, STEP_KEY, STEP_VALUES, CotRef, User
 from .limits import MAX_UPLOAD_BYTES
-from .routes import CurrentUser, annotation_db, check_csrf, render, sample_path, served_data
+from .routes import DB, CurrentUser, Data, Settings, annotation_db, check_csrf, render, sample_path, served_data
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,8 @@ def _message(request: Request, user: User, msg: str) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- agreement and progress
 @admin.get("/agreement")
-def agreement_page(request: Request, user: CurrentUser) -> Response:
+def agreement_page(request: Request, user: CurrentUser, data: Data, db: DB, settings: Settings) -> Response:
     auth.require_admin(user)
-    data, db = served_data(request), annotation_db(request)
     served = set(data.index)
     rows = [r for r in db.annotations() if (r.ref.dataset, r.ref.split, r.ref.sample_id) in served]
     progress = agreement_mod.progress(rows, data.total_cots, len(data.items))
@@ -72,7 +71,7 @@ def agreement_page(request: Request, user: CurrentUser) -> Response:
     progress += [{"annotator": name, "annotations": 0, "cots": 0, "samples": 0, "total_cots": data.total_cots,
                   "total_samples": len(data.items)} for name in queues if name not in started]
     progress.sort(key=lambda p: p["annotator"])
-    return render(request, "agreement.html", user, results=agreement_mod.agreement(rows, request.app.state.settings.labels),
+    return render(request, "agreement.html", user, results=agreement_mod.agreement(rows, settings.labels),
                    progress=progress, queues=queues)
 
 
@@ -87,13 +86,12 @@ def _step_text(value: Any) -> str:
 
 
 @admin.get("/adjudicate")
-def adjudicate_page(request: Request, user: CurrentUser, msg: str = "") -> Response:
+def adjudicate_page(request: Request, user: CurrentUser, data: Data, db: DB, settings: Settings, msg: str = "") -> Response:
     """Every CoT and label where annotators disagree, with a confusion matrix per label; set the final label."""
     auth.require_admin(user)
-    data, db = served_data(request), annotation_db(request)
     served = set(data.index)
     rows = [r for r in db.annotations() if (r.ref.dataset, r.ref.split, r.ref.sample_id) in served]
-    items, confusions = agreement_mod.disagreements(rows, request.app.state.settings.labels, db.adjudications())
+    items, confusions = agreement_mod.disagreements(rows, settings.labels, db.adjudications())
     shown = []
     for d in items[:500]:
         it = data.index[(d.ref.dataset, d.ref.split, d.ref.sample_id)]
@@ -170,7 +168,8 @@ class BadFinalValue(ThoughtSourceError):
 
 
 @admin.post("/adjudicate")
-def adjudicate(request: Request, user: CurrentUser, dataset: Annotated[str, Form(max_length=500)],
+def adjudicate(request: Request, user: CurrentUser, data: Data, db: DB, settings: Settings,
+               dataset: Annotated[str, Form(max_length=500)],
                split: Annotated[str, Form(max_length=500)], sample_id: Annotated[str, Form(max_length=500)],
                cot_id: Annotated[str, Form(max_length=500)], key: Annotated[str, Form(max_length=200)],
                value: Annotated[str, Form()] = "") -> Response:
@@ -179,9 +178,8 @@ def adjudicate(request: Request, user: CurrentUser, dataset: Annotated[str, Form
     (The default matters: FastAPI reads an empty form field as a missing one, so without it "" was a 422.)  A value
     that is not one is a 400 with the reason: a deeply nested one was a 500 (``json`` raised RecursionError)."""
     auth.require_admin(user)
-    data, db = served_data(request), annotation_db(request)
     ref = data.cot_ref(dataset, split, sample_id, cot_id)
-    labels = request.app.state.settings.labels
+    labels = settings.labels
     if value == "":
         db.adjudicate(ref, key, None, user.name)
         return _back(request, user, "/adjudicate", notice="final label cleared")
@@ -219,18 +217,17 @@ def adjudicate(request: Request, user: CurrentUser, dataset: Annotated[str, Form
 
 # --------------------------------------------------------------------------- users
 @admin.get("/admin/users")
-def users_page(request: Request, user: CurrentUser, msg: str = "") -> Response:
+def users_page(request: Request, user: CurrentUser, db: DB, msg: str = "") -> Response:
     auth.require_admin(user)
-    return render(request, "users.html", user, users=annotation_db(request).users(), roles=ROLES, **_message(request, user, msg))
+    return render(request, "users.html", user, users=db.users(), roles=ROLES, **_message(request, user, msg))
 
 
 @admin.post("/admin/users")
-def change_user(request: Request, user: CurrentUser, name: Annotated[str, Form(max_length=200)],
+def change_user(request: Request, user: CurrentUser, db: DB, name: Annotated[str, Form(max_length=200)],
                 action: Annotated[str, Form(pattern="^(role|disable|enable|remove)$")],
                 role: Annotated[str, Form(max_length=20)] = "") -> Response:
     """Change the role of, disable, enable or remove an account (never your own: that could lock out the last admin)."""
     auth.require_admin(user)
-    db = annotation_db(request)
     target = db.user(name)
     if target is None:
         return _back(request, user, "/admin/users", error=f"no user named {name!r}")
@@ -251,12 +248,12 @@ def change_user(request: Request, user: CurrentUser, name: Annotated[str, Form(m
 
 # --------------------------------------------------------------------------- data: upload, per-file export, blind, tokens
 @admin.get("/admin/data")
-def data_page(request: Request, user: CurrentUser, msg: str = "", token: str = "") -> Response:
+def data_page(request: Request, user: CurrentUser, data: Data, db: DB, settings: Settings, msg: str = "",
+              token: str = "") -> Response:
     auth.require_admin(user)
-    data, db = served_data(request), annotation_db(request)
     files = [{"index": i, "name": name, "samples": sum(1 for _ in c.samples())} for i, (name, c) in enumerate(data.sources)]
     return render(request, "data.html", user, files=files, blind_db=bool(db.setting("blind", False)),
-                   blind_server=request.app.state.settings.blind, tokens=db.tokens(), **_message(request, user, msg),
+                   blind_server=settings.blind, tokens=db.tokens(), **_message(request, user, msg),
                    new_token=request.app.state.new_tokens.pop(token, None) if token else None)
 
 
@@ -392,9 +389,9 @@ async def upload(request: Request, user: CurrentUser, file: UploadFile) -> Respo
 
 
 @admin.post("/admin/blind")
-def set_blind(request: Request, user: CurrentUser, on: Annotated[bool, Form()]) -> Response:
+def set_blind(request: Request, user: CurrentUser, db: DB, on: Annotated[bool, Form()]) -> Response:
     auth.require_admin(user)
-    annotation_db(request).set_setting("blind", on)
+    db.set_setting("blind", on)
     return _back(request, user, "/admin/data", notice="blind review " + ("on" if on else "off"))
 
 
@@ -409,8 +406,8 @@ def create_token(request: Request, user: CurrentUser, label: Annotated[str, Form
 
 
 @admin.post("/admin/tokens/revoke")
-def revoke_token(request: Request, user: CurrentUser, token_id: Annotated[int, Form()]) -> Response:
+def revoke_token(request: Request, user: CurrentUser, db: DB, token_id: Annotated[int, Form()]) -> Response:
     auth.require_admin(user)
-    annotation_db(request).revoke_token(token_id)
+    db.revoke_token(token_id)
     return _back(request, user, "/admin/data", notice=f"token {token_id} revoked")
 

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,7 +23,6 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from .. import paths
@@ -33,54 +33,19 @@ from .data import UPLOAD_SUFFIXES, NotFound, ServedData
 from .db import AnnotationDB, CotRef, User
 from .limits import BodyLimits, BodyTooLarge
 from .notices import Notices
-from .similarity import DEFAULT_THRESHOLD
+from .settings import DEFAULT_LABELS, ServeSettings
+
+__all__ = ["DEFAULT_LABELS", "ServeSettings", "create_app", "default_allowed_hosts", "host_name", "load_served", "make_server",
+           "migrate_positional_ids"]  # (DEFAULT_LABELS and ServeSettings live in settings.py; kept importable from here)
 
 log = logging.getLogger(__name__)
 
 HERE = Path(__file__).parent
-DEFAULT_LABELS = ["Incorrect reasoning", "Insufficient knowledge", "Incorrect reading comprehension", "Too verbose"]
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
-
-
-class ServeSettings(BaseModel):
-    """Settings of ``thoughtsource serve``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    files: list[Path] = Field(description="ThoughtSource JSON/JSONL/Parquet files to serve (merged).")
-    db: Path = Field(default_factory=lambda: paths.home() / "annotations.sqlite", description="Annotation database (SQLite).")
-    labels: list[str] = Field(default_factory=lambda: list(DEFAULT_LABELS), description="Label set, toggled by keys 1-9.")
-    page_size: int = Field(25, ge=1, le=500, description="Samples per list page.")
-    secure_cookies: bool = Field(False, description="Mark cookies Secure (set when served over HTTPS).")
-    secret_dir: Path | None = Field(None, description="Where the secret key lives (default: paths.home()).")
-    blind: bool = Field(False, description="Blind review for the whole server: annotators see no model, trigger, "
-                                           "correctness or gold answer, and each sees a sample's CoTs under their own "
-                                           "names, in their own order (both keyed with the server's secret).")
-    blind_show_gold: bool = Field(False, description="During blind review, still show the gold answer and reference "
-                                                     "CoT (which tell which CoTs are right): for teams that want it.")
-    similarity_threshold: float = Field(DEFAULT_THRESHOLD, ge=0.05, le=1.0,
-                                        description="Initial threshold of the similar-sentence highlighting.")
-    allowed_hosts: list[str] | None = Field(None, description="Serve only requests whose Host header names one of "
-                                            "these (the port aside); None: any (``serve`` sets it, see default_allowed_hosts).")
-    upload_dir: Path | None = Field(None, description="Where files uploaded by admins are kept and served from on the "
-                                                      "next start (default: an 'uploads' folder next to the database).")
-
-    @field_validator("labels")
-    @classmethod
-    def _labels(cls, v: list[str]) -> list[str]:
-        if not v:
-            raise ValueError("give at least one label")
-        if dup := next((x for i, x in enumerate(v) if x in v[:i]), None):
-            raise ValueError(f"the label {dup!r} is given twice")
-        return v
-
-    def model_post_init(self, __context: Any) -> None:
-        if self.upload_dir is None:
-            self.upload_dir = self.db.parent / "uploads"
 
 
 def load_served(settings: ServeSettings, db: AnnotationDB) -> ServedData:
@@ -167,15 +132,25 @@ def host_name(header: str) -> str:
 
 
 def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastAPI:
+    """The app: its state (database, served data, sessions, ...), pages, API and admin routes, middleware (body
+    limits, security headers, Host check) and the mapping of errors to HTTP.  ``settings`` were validated when made."""
     from . import admin, routes
 
-    if len(settings.labels) > 9:
-        raise DataError(f"at most 9 labels (keys 1-9), got {len(settings.labels)}", field="labels")
-    if len(set(settings.labels)) != len(settings.labels) or any(k in ("comment", "preferred", "reviewed") for k in settings.labels):
-        raise DataError("labels must be distinct and not 'comment', 'preferred' or 'reviewed'", field="labels")
     db = AnnotationDB(settings.db)
     secret = load_or_create_secret(settings.secret_dir or paths.home())
     app = FastAPI(title="thoughtsource annotator", docs_url=None, redoc_url=None, openapi_url=None)
+    _init_state(app, settings, db, data, secret)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    app.include_router(routes.pages)
+    app.include_router(routes.api)
+    app.include_router(admin.admin)
+    error = _error_page(app.state.templates)
+    _add_middleware(app, settings, error)
+    _add_error_handlers(app, error)
+    return app
+
+
+def _init_state(app: FastAPI, settings: ServeSettings, db: AnnotationDB, data: ServedData | None, secret: bytes) -> None:
     app.state.settings = settings
     app.state.db = db
     if settings.upload_dir and settings.upload_dir.is_dir():
@@ -191,25 +166,32 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
     app.state.upload_lock = asyncio.Lock()  # one upload at a time: each builds on the data the last one left
     app.state.stopping = threading.Event()  # set on SIGTERM/SIGINT (Server below): long work stops
     app.state.sessions = Sessions(db, secret)
-    # the key of blind review's CoT aliases and order (routes.blind_alias): derived from the secret, never sent
+    # the key of blind review's CoT aliases and order (presenters.blind_alias): derived from the secret, never sent
     app.state.blind_key = hmac.new(secret, b"thoughtsource blind review", hashlib.sha256).digest()
     app.state.sim_cache = {}
     app.state.throttle = LoginThrottle()
+    app.state.templates = _templates()
+
+
+def _templates() -> Jinja2Templates:
     import jinja2
 
     # autoescape=True for every template (not only *.html): nothing from the data is ever marked safe.
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True)
     templates = Jinja2Templates(env=env)
     templates.env.filters["urlpart"] = lambda s: quote(str(s), safe="")
-    app.state.templates = templates
+    return templates
 
-    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    app.include_router(routes.pages)
-    app.include_router(routes.api)
-    app.include_router(admin.admin)
 
-    def wants_json(request: Request) -> bool:
-        return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
+def wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or "application/json" in request.headers.get("accept", "")
+
+
+ErrorPage = Callable[[Request, int, str], Response]
+
+
+def _error_page(templates: Jinja2Templates) -> ErrorPage:
+    """``error(request, status, detail)``: ``{"detail": ...}`` for the API, the small error page otherwise."""
 
     def error(request: Request, status: int, detail: str) -> Response:
         if wants_json(request):
@@ -217,6 +199,10 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
         return templates.TemplateResponse(request, "error.html", {"status": status, "detail": detail, "user": None},
                                           status_code=status)
 
+    return error
+
+
+def _add_middleware(app: FastAPI, settings: ServeSettings, error: ErrorPage) -> None:
     async def session_user(request: Request) -> User | None:
         sessions: Sessions = app.state.sessions
         token = sessions.token(request.cookies.get(SESSION_COOKIE))
@@ -247,6 +233,8 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
                                 headers={"Connection": "close"})
             return await call_next(request)
 
+
+def _add_error_handlers(app: FastAPI, error: ErrorPage) -> None:
     @app.exception_handler(NotAuthenticated)
     async def _unauth(request: Request, exc: NotAuthenticated) -> Response:
         if wants_json(request) or request.method != "GET" or bearer(request.headers.get("authorization")):
@@ -279,8 +267,6 @@ def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastA
         if isinstance(exc, BodyTooLarge):
             response.headers["Connection"] = "close"  # do not read the rest of the body
         return response
-
-    return app
 
 
 def make_server(app: FastAPI, forwarded_allow_ips: str | None = None, **config: Any) -> Any:

@@ -6,14 +6,11 @@ every handler but the login form needs a session (:func:`current_user`).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import io as _io
 import json
 import logging
-import math
 from typing import Annotated, Any, Literal
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import RedirectResponse, Response
@@ -22,12 +19,12 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import io
 from ..errors import DataError, StoreError
-from ..schema import model_name
-from . import agreement as agreement_mod
-from . import auth
-from .data import Filters, Item, NotFound, ServedData, cot_correct, sample_done, write_csv
-from .db import STEP_KEY, AnnotationDB, CotRef, User
-from .similarity import pairwise, segments
+from . import auth, presenters
+from .data import Filters, Item, NotFound, ServedData, sample_done, write_csv
+from .db import AnnotationDB, CotRef, User
+from .presenters import renumber, sample_path
+from .settings import ServeSettings
+from .similarity import pairwise
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +90,24 @@ def annotation_db(request: Request) -> AnnotationDB:
 
 def served_data(request: Request) -> ServedData:
     return request.app.state.data
+
+
+# typed dependencies of the handlers (async: reading the app's state needs no worker thread)
+async def _state_db(request: Request) -> AnnotationDB:
+    return request.app.state.db
+
+
+async def _state_data(request: Request) -> ServedData:
+    return request.app.state.data
+
+
+async def _state_settings(request: Request) -> ServeSettings:
+    return request.app.state.settings
+
+
+DB = Annotated[AnnotationDB, Depends(_state_db)]
+Data = Annotated[ServedData, Depends(_state_data)]
+Settings = Annotated[ServeSettings, Depends(_state_settings)]
 
 
 def render(request: Request, name: str, user: User | None, **ctx: Any) -> Response:
@@ -194,71 +209,23 @@ def _own_cots(db: AnnotationDB, user: User) -> set[CotRef]:
 
 
 def queue(request: Request, user: User) -> tuple[list[Item], bool]:
-    """The user's work queue: their assigned samples in order, or every served sample when none are assigned."""
-    data = served_data(request)
-    assigned = annotation_db(request).assigned(user.name).get(user.name)
-    if assigned is None:
-        return data.items, False
-    return [it for key in assigned if (it := data.index.get(key)) is not None], True
+    """:func:`presenters.work_queue` of the app's data and database."""
+    return presenters.work_queue(served_data(request), annotation_db(request), user)
 
 
 # --------------------------------------------------------------------------- list
 @pages.get("/samples")
-def samples(request: Request, user: CurrentUser, f: Annotated[Filters, Depends(_filters)],
-            page: Annotated[int, Query(ge=1, le=100_000)] = 1, notice: str = "") -> Response:
-    data, db = served_data(request), annotation_db(request)
-    is_blind = blind(request, user)
-    if is_blind:  # no filtering by what blind review hides
-        f.model = f.trigger = f.correct = ""
-    annotated = db.annotated_samples(auth.visible_annotator(user, None))
-    mine = db.annotated_samples(user.name)
-    items = data.select(f, annotated)
-    size = request.app.state.settings.page_size
-    pages_n = max(1, math.ceil(len(items) / size))
-    page = min(page, pages_n)
-    shown = items[(page - 1) * size : page * size]
-    rows = []
-    for it in shown:
-        marks = [cot_correct(c) for c in it.sample.generated_cot]
-        rows.append({
-            "item": it,
-            "question": it.sample.question if len(it.sample.question) <= 220 else it.sample.question[:217] + "…",
-            "models": [] if is_blind else sorted({model_name(c) for c in it.sample.generated_cot if model_name(c)}),
-            "n_cots": len(it.sample.generated_cot),
-            "n_correct": 0 if is_blind else sum(1 for m in marks if m is True),
-            "n_wrong": 0 if is_blind else sum(1 for m in marks if m is False),
-            "mine": it.key in mine,
-            "href": _sample_href(it, f),
-        })
-    own_rows = db.annotations(annotator=user.name)
-    prog = agreement_mod.progress(own_rows, data.total_cots, len(data.items))
-    done = {r.ref for r in own_rows}
-    q, assigned = queue(request, user)
-    query = f.query()
-    return render(
-        request, "list.html", user, rows=rows, f=f, facets=data.facets, total=len(items), page=page, pages=pages_n,
-        page_href=lambda p: "/samples?" + urlencode({**query, "page": p}), blind=is_blind,
-        progress=prog[0] if prog else {"cots": 0, "samples": 0, "annotations": 0, "total_cots": data.total_cots,
-                                        "total_samples": len(data.items)},
-        queue={"assigned": assigned, "total": len(q), "done": sum(1 for it in q if sample_done(it, done))} if assigned else None,
-        notice="Your queue is done: every assigned sample has your annotations." if notice == "queue-done" else "",
-    )
-
-
-def sample_path(it: Item) -> str:
-    return "/sample/" + "/".join(quote(p, safe="") for p in (it.dataset, it.split, it.sample.id))
-
-
-def _sample_href(it: Item, f: Filters) -> str:
-    q = f.query()
-    return sample_path(it) + ("?" + urlencode(q) if q else "")
+def samples(request: Request, user: CurrentUser, f: Annotated[Filters, Depends(_filters)], data: Data, db: DB,
+            settings: Settings, page: Annotated[int, Query(ge=1, le=100_000)] = 1, notice: str = "") -> Response:
+    ctx = presenters.list_page(data, db, f, viewer(request, user), settings, page, notice)
+    return render(request, "list.html", user, **ctx)
 
 
 @pages.get("/next")
-def next_for_me(request: Request, user: CurrentUser) -> Response:
+def next_for_me(request: Request, user: CurrentUser, db: DB) -> Response:
     """The first sample of the user's queue that they have not finished (every CoT annotated)."""
     q, _ = queue(request, user)
-    done = _own_cots(annotation_db(request), user)
+    done = _own_cots(db, user)
     for it in q:
         if not sample_done(it, done):
             return RedirectResponse(sample_path(it) + "?from=queue", status_code=303)
@@ -279,21 +246,13 @@ def _similarity(request: Request, it: Item) -> dict[str, Any]:
 
 
 def blind_alias(app: Any, user: User, it: Item, cid: str) -> str:
-    """The name of CoT ``cid`` of sample ``it`` on ``user``'s pages and API during blind review: ``b-`` + 16 hex
-    digits of an HMAC keyed with the server's secret (over the user id, the sample and the CoT id).  The annotator
-    knows everything but the key, so neither the name nor the order (:func:`blind_order`) tells the model or the
-    file position: the id of a CoT from a file can name its model ("gpt4-0001"), and before, the shuffle was seeded
-    with the user and sample names only, which the annotator could recompute."""
-    msg = "\0".join((str(user.id), it.dataset, it.split, it.sample.id, cid)).encode()
-    return "b-" + hmac.new(app.state.blind_key, msg, hashlib.sha256).hexdigest()[:16]
+    """:func:`presenters.blind_alias` with the app's key."""
+    return presenters.blind_alias(app.state.blind_key, user, it, cid)
 
 
 def blind_order(app: Any, user: User, it: Item) -> list[int]:
-    """The file positions of the sample's CoTs in the order ``user`` sees them during blind review: sorted by their
-    :func:`blind_alias`, so shuffled with the server's secret and the same on every visit (the page, its data and
-    the similarity API use it alike)."""
-    names = [blind_alias(app, user, it, cid) for cid in it.cot_ids]
-    return sorted(range(len(names)), key=names.__getitem__)
+    """:func:`presenters.blind_order` with the app's key."""
+    return presenters.blind_order(app.state.blind_key, user, it)
 
 
 def real_cot_id(request: Request, user: User, it: Item, shown: str) -> str:
@@ -304,97 +263,21 @@ def real_cot_id(request: Request, user: User, it: Item, shown: str) -> str:
     return next((cid for cid in it.cot_ids if blind_alias(request.app, user, it, cid) == shown), "")
 
 
-def _renumber(sim: dict[str, Any], shown: dict[int, int]) -> dict[str, Any]:
-    """The similarity data with CoT file positions replaced by shown positions (blind review: the file order,
-    which groups CoTs by model, must not reach the page)."""
-    order = sorted(shown, key=shown.__getitem__)
-    return {
-        "sentences": [sim["sentences"][i] for i in order],
-        "pairs": [[shown[p[0]], p[1], shown[p[2]], *p[3:]] for p in sim["pairs"]],
-    }
+def viewer(request: Request, user: User) -> presenters.Viewer:
+    return presenters.Viewer(user, blind(request, user), request.app.state.blind_key)
 
 
 @pages.get("/sample/{path:path}")
-def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Filters, Depends(_filters)]) -> Response:
+def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Filters, Depends(_filters)], data: Data,
+                db: DB, settings: Settings) -> Response:
     """One sample: question, gold data and all generated CoTs side by side.  The query string keeps the list's filters.
 
     The path is ``dataset/split/sample id``; names containing "/" are resolved against the served data.
     """
-    data, db = served_data(request), annotation_db(request)
     it = data.resolve(path)
-    dataset, split = it.dataset, it.split
-    x = it.sample
-    settings = request.app.state.settings
-    is_blind = blind(request, user)
-    if is_blind:
-        f.model = f.trigger = f.correct = ""
-    rows = db.annotations(dataset=dataset, split=split, sample_id=x.id, annotator=auth.visible_annotator(user, None))
-    own = [r for r in rows if r.annotator == user.name]
-    others = [r for r in rows if r.annotator != user.name]
-    cots = []
-    state: dict[str, dict[str, Any]] = {}
-    for i, (cid, c) in enumerate(zip(it.cot_ids, x.generated_cot, strict=True)):
-        mine = {r.key: r.value for r in own if r.ref.cot_id == cid}
-        shown_id = blind_alias(request.app, user, it, cid) if is_blind else cid
-        state[shown_id] = mine
-        steps = mine.get(STEP_KEY) or {}
-        segs = segments(c.cot or "")
-        n_steps = sum(1 for seg in segs if seg.index >= 0)
-        labels = (list(steps.get("labels") or []) + [None] * n_steps)[:n_steps]
-        cots.append({
-            "index": i,
-            "id": shown_id,
-            "model": "" if is_blind else ("unknown model" if c.model is None else model_name(c)),
-            "trigger": "" if is_blind else (c.cot_trigger or ""),
-            "instruction": "" if is_blind else (c.instruction or ""),
-            "prompt": "" if is_blind else (c.prompt_text or c.cot_trigger_template or ""),
-            "segments": segs,
-            "step_labels": labels,
-            "first_error": steps.get("first_error"),
-            "answers": [{"text": (a.answer or "").strip(), "correct": None if is_blind else a.correct_answer} for a in c.answers],
-            "correct": None if is_blind else cot_correct(c),
-            "mine": mine,
-            "file_annotations": c.annotations if user.is_admin else [],
-            "others": [r for r in others if r.ref.cot_id == cid],
-        })
-    similarity = _similarity(request, it)
-    if is_blind:  # each annotator their own order of this sample's CoTs, the same on every visit
-        cots = [cots[i] for i in blind_order(request.app, user, it)]
-        similarity = _renumber(similarity, {c["index"]: shown for shown, c in enumerate(cots)})
-        for shown, c in enumerate(cots):  # the page names CoTs by shown position, never by file position
-            c["index"] = shown
-    # neighbours in the filtered list (j/k); fall back to file order when this sample left the filter
-    annotated = db.annotated_samples(auth.visible_annotator(user, None))
-    items = data.select(f, annotated)
-    pos = next((i for i, y in enumerate(items) if y.key == it.key), None)
-    if pos is not None:
-        prev_it = items[pos - 1] if pos > 0 else None
-        next_it = items[pos + 1] if pos + 1 < len(items) else None
-    else:
-        prev_it = next((y for y in reversed(items) if y.position < it.position), None)
-        next_it = next((y for y in items if y.position > it.position), None)
-    page_data = {
-        "ref": {"dataset": dataset, "split": split, "sample_id": x.id},
-        "csrf": request.state.csrf,
-        "cots": [c["id"] for c in cots],
-        "labels": settings.labels,
-        "state": state,
-        "readonly": not user.can_write,
-        "similarity": similarity,
-        "threshold": settings.similarity_threshold,
-        "prev": _sample_href(prev_it, f) if prev_it else None,
-        "next": _sample_href(next_it, f) if next_it else None,
-    }
-    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    show_gold = not is_blind or settings.blind_show_gold  # the gold answer tells which CoTs are right
-    choices = [{"letter": letters[i] if i < 26 else str(i + 1), "text": ch, "gold": show_gold and ch in x.answer}
-               for i, ch in enumerate(x.choices)]
-    return render(
-        request, "sample.html", user, it=it, x=x, cots=cots, choices=choices, labels=settings.labels, page_data=page_data,
-        show_gold=show_gold,
-        position=(pos + 1) if pos is not None else None, total=len(items), blind=is_blind,
-        back="/samples" + ("?" + urlencode(f.query()) if f.query() else ""),
-    )
+    ctx = presenters.sample_page(data, db, it, f, viewer(request, user), settings, _similarity(request, it),
+                                 csrf=request.state.csrf)
+    return render(request, "sample.html", user, **ctx)
 
 
 # --------------------------------------------------------------------------- export
@@ -402,12 +285,11 @@ ExportFormat = Literal["thoughtsource-json", "csv", "prm-jsonl"]
 
 
 @pages.get("/export")
-def export(request: Request, user: CurrentUser, format: ExportFormat = "thoughtsource-json",
+def export(request: Request, user: CurrentUser, data: Data, db: DB, format: ExportFormat = "thoughtsource-json",
            file: Annotated[int | None, Query(ge=0)] = None) -> Response:
     """Download the served data with annotations: admins and viewers everyone's (with adjudicated labels),
     annotators only their own (other authors' annotations already in the files left out).  ``file``: only
     the samples of that input file.  Works with a read-only API token (``Authorization: Bearer``)."""
-    data, db = served_data(request), annotation_db(request)
     if blind(request, user) and user.role == "annotator":
         raise auth.Forbidden("exports name the models, so they are off for annotators during blind review")
     if file is not None and file >= len(data.sources):
@@ -470,11 +352,10 @@ def _api_row(request: Request, user: User, row: Any, is_blind: bool | None = Non
 
 
 @api.put("/annotation")
-def put_annotation(request: Request, body: AnnotationIn, user: CurrentUser) -> dict[str, Any]:
+def put_annotation(request: Request, body: AnnotationIn, user: CurrentUser, db: DB, settings: Settings) -> dict[str, Any]:
     auth.require_writer(user)
-    db = annotation_db(request)
     ref = _api_ref(request, user, body)
-    labels = request.app.state.settings.labels
+    labels = settings.labels
     key, value = body.key, body.value
     if key == "comment":
         if value is not None and not isinstance(value, str):
@@ -508,12 +389,11 @@ class StepIn(CotIn):
 
 
 @api.put("/steps")
-def put_step(request: Request, body: StepIn, user: CurrentUser) -> dict[str, Any]:
+def put_step(request: Request, body: StepIn, user: CurrentUser, data: Data, db: DB) -> dict[str, Any]:
     """Label one step (PRM800K's +1 / 0 / -1) or mark it the first error; the steps are the CoT's displayed sentences."""
     from .similarity import sentences
 
     auth.require_writer(user)
-    data, db = served_data(request), annotation_db(request)
     ref = _api_ref(request, user, body)
     n_steps = len(sentences(data.cot(ref).cot or ""))
     if body.step >= n_steps:
@@ -533,18 +413,16 @@ def put_step(request: Request, body: StepIn, user: CurrentUser) -> dict[str, Any
 
 
 @api.get("/annotations")
-def get_annotations(request: Request, user: CurrentUser, dataset: str | None = None, split: str | None = None,
+def get_annotations(request: Request, user: CurrentUser, db: DB, dataset: str | None = None, split: str | None = None,
                     sample_id: str | None = None, annotator: str | None = None) -> dict[str, Any]:
-    rows = annotation_db(request).annotations(dataset=dataset, split=split, sample_id=sample_id,
-                                    annotator=auth.visible_annotator(user, annotator))
+    rows = db.annotations(dataset=dataset, split=split, sample_id=sample_id, annotator=auth.visible_annotator(user, annotator))
     is_blind = blind(request, user)
     return {"annotations": [_api_row(request, user, r, is_blind) for r in rows]}
 
 
 @api.delete("/annotations/{annotation_id}")
-def delete_annotation(request: Request, annotation_id: int, user: CurrentUser) -> dict[str, Any]:
+def delete_annotation(request: Request, annotation_id: int, user: CurrentUser, db: DB) -> dict[str, Any]:
     auth.require_writer(user)
-    db = annotation_db(request)
     row = db.get(annotation_id)
     if row is None or (row.annotator != user.name and not user.is_admin):
         raise NotFound("no such annotation")  # do not reveal other annotators' row ids
@@ -554,11 +432,11 @@ def delete_annotation(request: Request, annotation_id: int, user: CurrentUser) -
 
 
 @api.get("/similarity/{path:path}")
-def similarity(request: Request, path: str, user: CurrentUser) -> dict[str, Any]:
+def similarity(request: Request, path: str, user: CurrentUser, data: Data) -> dict[str, Any]:
     """The sample's sentence similarities, CoTs numbered as the user's sample page shows them: during blind review
     in the user's shuffled order (the file order groups CoTs by model, so it would name the models)."""
-    it = served_data(request).resolve(path)
+    it = data.resolve(path)
     sim = _similarity(request, it)
     if blind(request, user):
-        sim = _renumber(sim, {i: shown for shown, i in enumerate(blind_order(request.app, user, it))})
+        sim = renumber(sim, {i: shown for shown, i in enumerate(blind_order(request.app, user, it))})
     return sim
