@@ -34,8 +34,8 @@ from pydantic.fields import FieldInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-SET_HELP = ("Set any config field: KEY=VALUE, KEY a dotted path (e.g. generation.temperature=0.7), VALUE read as YAML; "
-            "repeatable. Precedence: the YAML config, then --set, then the named options.")
+SET_HELP = ("Set any config field: KEY=VALUE, KEY a field or a dotted path into a section (section.field=value), VALUE "
+            "read as YAML; repeatable. Precedence: the YAML config, then --set, then the named options.")
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,8 @@ class ConfigOption:
     def parameter(self) -> inspect.Parameter:
         cli_type, multiple = self.cli_type()
         help_text = self.help if self.help is not None else self.field.description
+        if self.csv and help_text:
+            help_text += " Comma-separated, repeatable."
         if self.off_only:
             info = typer.Option(False, self.option, help=help_text, hidden=self.hidden)
             return inspect.Parameter(self.param, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=bool)
