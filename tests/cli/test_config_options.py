@@ -167,3 +167,13 @@ def test_key_type_and_parse_value() -> None:
     data: dict[str, Any] = {"generation": {"batch_size": 2}}
     assert apply_sets(StarConfig, data, ["generation.server.port=80", "steps.first=5"]) == ["generation.server.port", "steps.first"]
     assert data == {"generation": {"batch_size": 2, "server": {"port": 80}}, "steps": {"first": 5}}
+
+
+def test_hidden_old_names_still_work(tmp_path: Path, star_config: Any, generate_config: Any) -> None:
+    """``star run --backend`` (the old name of --engine) and ``generate --n-samples`` stay accepted, hidden from --help."""
+    assert star_config(tmp_path, "--backend", "transformers").generation.engine == "transformers"
+    assert "--backend" not in runner.invoke(app, ["star", "run", "--help"], env=WIDE).output
+    r = star_config(tmp_path, "--backend", "openai")  # refused by the config, as before
+    assert "no longer supported" in str(r.exception)
+    cfg = generate_config("--n-samples", "1", "--model", "m")
+    assert isinstance(cfg, GenerateConfig) and cfg.model == "m"
