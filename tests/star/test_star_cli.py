@@ -68,23 +68,18 @@ def test_out_that_is_a_file_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_every_run_option_reaches_a_config_field_or_the_task() -> None:
-    """The option table of ``star run`` names StarConfig fields that exist, and every parameter of the command is either
-    in it, a task option, or one the command itself uses."""
+    """``star run``'s named options are made from StarConfig's fields and the task options' model (each names a field that
+    exists, with its description as help), and every parameter of the command is one of them, ``--set``, or one the
+    command itself uses."""
     import inspect
 
-    from pydantic import BaseModel
+    from thoughtsource.cli.config_options import field_at
+    from thoughtsource.cli.star import RUN_OPTIONS, run
 
-    from thoughtsource.cli.star import CONFIG_FIELDS, TASK_OPTIONS, run
-    from thoughtsource.star.config import StarConfig
-
-    for path in CONFIG_FIELDS.values():
-        model: type[BaseModel] = StarConfig
-        *parents, last = path.lstrip("!").split(".")
-        for name in parents:
-            model = model.model_fields[name].annotation  # type: ignore[assignment]
-        assert last in model.model_fields, path
-    own = {"ctx", "out", "config", "seeds", "resume", "as_json"}
-    assert set(inspect.signature(run).parameters) == own | set(CONFIG_FIELDS) | set(TASK_OPTIONS)
+    for option in RUN_OPTIONS:
+        assert field_at(option.model, option.path).description, option.path
+    own = {"out", "config", "seeds", "resume", "as_json"}
+    assert set(inspect.signature(run).parameters) == own | {"set_"} | {o.param for o in RUN_OPTIONS}
 
 
 @pytest.mark.parametrize("task, typo, hint", [("arithmetic", "min_digit", "'min_digits'"), ("gsm8k", "n_trian", "'n_train'")])

@@ -9,13 +9,10 @@ from typing import Any
 import typer
 
 from ..console import note, print_json, stdout
+from ..generation.config import GenerateConfig
+from .config_options import GivenOptions, apply_sets, config_options, options
 
 log = logging.getLogger(__name__)
-
-
-def _csv(values: list[str] | None) -> list[str]:
-    """``--triggers a,b --triggers c`` → [a, b, c]."""
-    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
@@ -45,6 +42,19 @@ def old_name(value: Any, old_value: Any, name: str, old: str) -> Any:
     return old_value
 
 
+#: ``generate``'s named options that set a GenerateConfig field, in the order of its --help
+GENERATE_OPTIONS = options(
+    GenerateConfig,
+    {"path": "instruction_keys", "name": "--instructions", "csv": True},
+    {"path": "cot_trigger_keys", "name": "--triggers", "csv": True},
+    {"path": "answer_extraction_keys", "name": "--extractions", "csv": True},
+    "backend", {"path": "base_urls", "name": "--base-url"}, "model", "chat", "n", "temperature", "max_tokens",
+    "answer_max_tokens", "few_shot", "few_shot_split", "concurrency", "batch_size",
+    {"path": "fragments_files", "name": "--fragments"}, "author", "seed", "db", "allow_empty",
+)
+
+
+@config_options(GENERATE_OPTIONS, after="config")
 def generate_cmd(
     dataset: list[str] = typer.Option(None, "--dataset", "-d", help="Registered dataset(s) to load (e.g. gsm8k)."),
     file: Path = typer.Option(None, "--file", "-f", help="A ThoughtSource JSON/JSONL/Parquet file instead of --dataset."),
@@ -56,30 +66,9 @@ def generate_cmd(
     select_seed: int = typer.Option(0, "--select-seed", help="Seed of the sample subset."),
     out: Path = typer.Option(None, "--out", "-o", help="Output ThoughtSource JSON (written atomically); required unless --dry-run."),
     config: Path = typer.Option(None, "--config", help="YAML file of GenerateConfig fields (flags win over it)."),
-    instructions: list[str] = typer.Option(None, "--instructions", help="Instruction ids, comma-separated ('none': no instruction)."),
-    triggers: list[str] = typer.Option(None, "--triggers", help="CoT trigger ids, comma-separated (e.g. kojima-01,none)."),
-    extractions: list[str] = typer.Option(None, "--extractions", help="Answer-extraction ids ('auto': per answer type)."),
-    backend: str = typer.Option(None, "--backend", help="Backend: openai (any OpenAI-compatible server) or transformers."),
-    base_url: list[str] = typer.Option(None, "--base-url", help="Server URL of the openai backend; repeat to spread load."),
-    model: str = typer.Option(None, "--model", help="Model name (server) or path/'embedded' (transformers)."),
-    chat: bool = typer.Option(None, "--chat/--no-chat", help="Chat messages instead of plain prompts."),
-    n: int = typer.Option(None, "--n", help="CoTs per prompt (self-consistency; needs --temperature > 0)."),
-    temperature: float = typer.Option(None, "--temperature"),
-    max_tokens: int = typer.Option(None, "--max-tokens", help="Token limit of a CoT."),
-    answer_max_tokens: int = typer.Option(None, "--answer-max-tokens", help="Token limit of an extracted answer."),
-    few_shot: int = typer.Option(None, "--few-shot", help="Exemplars with gold CoTs (from --few-shot-split)."),
-    few_shot_split: str = typer.Option(None, "--few-shot-split"),
-    concurrency: int = typer.Option(None, "--concurrency", help="Backend calls in flight at most."),
-    batch_size: int = typer.Option(None, "--batch-size", help="Requests per backend call."),
-    fragments: list[Path] = typer.Option(None, "--fragments", help="User fragment file(s) (YAML/JSON)."),
-    author: str = typer.Option(None, "--author"),
-    seed: int = typer.Option(None, "--seed", help="Sampling seed."),
-    db: Path = typer.Option(None, "--db", help="Completion store (SQLite; default in $THOUGHTSOURCE_HOME)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only print the number of calls and estimated tokens."),
     as_json: bool = typer.Option(False, "--json", help="A run summary as JSON on stdout (requests, cached, called, failures, "
                                                       "attached CoTs and answers, the output file); logs stay on stderr."),
-    allow_empty: bool = typer.Option(None, "--allow-empty/--no-allow-empty",
-                                     help="Store empty completions as results instead of retrying them as errors."),
     reasoning_effort: str = typer.Option(None, "--reasoning-effort",
                                          help="Reasoning budget of a reasoning model (low, medium, high; openai backend)."),
     reasoning_max_tokens: int = typer.Option(None, "--reasoning-max-tokens", min=1,
@@ -88,6 +77,8 @@ def generate_cmd(
     think_tags: str = typer.Option(None, "--think-tags",
                                    help="Start and end tag of inline reasoning, comma-separated (default <think>,</think> for "
                                         "openai; transformers splits only when given)."),
+    *,
+    given: GivenOptions,
 ) -> None:
     """Generate CoTs and extracted answers; completions are cached in SQLite, so a rerun only fills gaps.
 
@@ -96,7 +87,7 @@ def generate_cmd(
     """
     from ..collection import Collection
     from ..errors import ConfigError, GenerationFailed
-    from ..generation import GenerateConfig, generate
+    from ..generation import generate
 
     if bool(dataset) == bool(file):
         raise ConfigError("give either --dataset or --file")
@@ -107,14 +98,9 @@ def generate_cmd(
 
         check_out(out)  # before any data is loaded or any completion asked for
     settings: dict[str, Any] = _load_yaml(config) if config else {}
-    flags: dict[str, Any] = {
-        "instruction_keys": _csv(instructions) or None, "cot_trigger_keys": _csv(triggers) or None,
-        "answer_extraction_keys": _csv(extractions) or None, "backend": backend, "base_urls": base_url or None,
-        "model": model, "chat": chat, "n": n, "temperature": temperature, "max_tokens": max_tokens,
-        "answer_max_tokens": answer_max_tokens, "few_shot": few_shot, "few_shot_split": few_shot_split,
-        "concurrency": concurrency, "batch_size": batch_size, "fragments_files": fragments or None, "author": author,
-        "seed": seed, "db": db, "allow_empty": allow_empty,
-    }
+    if "model" in apply_sets(GenerateConfig, settings, given.sets):
+        settings.pop("engine", None)  # the published key of the model (an alias of the field)
+    flags = given.fields(GenerateConfig)
     reasoning_options: dict[str, Any] = {"reasoning_effort": reasoning_effort, "reasoning_max_tokens": reasoning_max_tokens}
     if think_tags is not None:
         tags = [t.strip() for t in think_tags.split(",")]
@@ -124,9 +110,9 @@ def generate_cmd(
     if any(v is not None for v in reasoning_options.values()):
         settings["backend_options"] = {**settings.get("backend_options", {}),
                                        **{k: v for k, v in reasoning_options.items() if v is not None}}
-    if flags["model"] is not None:
+    if "model" in flags:
         settings.pop("engine", None)
-    settings.update({k: v for k, v in flags.items() if v is not None})
+    settings.update(flags)
     try:
         cfg = GenerateConfig.parse(settings)
     except ConfigError as e:

@@ -14,43 +14,53 @@ import json
 import math
 import sys
 from collections.abc import Iterator
-from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import typer
+from pydantic import BaseModel, Field
 
 from ..console import console
+from ..star.config import StarConfig
+from .config_options import GivenOptions, config_options, options, set_path
 
 star_app = typer.Typer(help="STaR: bootstrap reasoning with rationale generation and rationalization.", no_args_is_help=True)
 
 
-class Baseline(str, Enum):
-    star = "star"
-    direct = "direct"
-    fewshot = "fewshot"
-    gold = "gold"
+class RunTaskOptions(BaseModel):
+    """``star run``'s shorthands for the task's own options (``task_options``).  Each reaches the task under its own
+    name, or as NAME_per_digit where the task counts per digit count (arithmetic's ``n_test_per_digit``), ``--digits``
+    as min_digits and max_digits; an option the task does not take (its ``__init__``'s keywords,
+    :func:`~thoughtsource.star.tasks.task_option_types`) is a usage error."""
+
+    digits: str | None = Field(None, description="arithmetic: digit range, e.g. 1-5.")
+    n_train: int | None = Field(None, description="Training problems.")
+    n_test: int | None = Field(None, description="Test problems (arithmetic: per digit count).")
+    per_iteration: int | None = Field(None, description="Fresh training problems sampled from the pool each iteration.")
+    pool_size: int | None = Field(None, description="Size of the seeded pool training problems are sampled from.")
+    n_dev: int | None = Field(None, description="Dev problems for choosing the best iteration (arithmetic: per digit count).")
+    prompts: Literal["star", "reference"] | None = Field(
+        None, description="Dataset tasks: star (the STaR authors' exemplars) or reference (the dataset's CoTs).")
 
 
-class PseudoLabels(str, Enum):
-    none = "none"
-    majority = "majority"
-
-
-class FilterName(str, Enum):
-    answer = "answer"
-    verified = "verified"
-
-
-class Engine(str, Enum):
-    transformers = "transformers"
-    vllm = "vllm"
-    server = "server"
-
-
-class Prompts(str, Enum):
-    star = "star"
-    reference = "reference"
+#: ``star run``'s named options, in the order of its --help: StarConfig fields and the task's options
+RUN_OPTIONS = [
+    *options(StarConfig, "task", "model", {"path": "iterations", "short": "-n"},
+             {"path": "rationalization", "name": "--no-rationalization", "off_only": True,
+              "help": "STaR without rationalization (rationalization: false)."},
+             "baseline", {"path": "sampling.k", "name": "--samples"}, {"path": "pseudo_labels.mode", "name": "--pseudo-labels"},
+             {"path": "pseudo_labels.k", "name": "--pseudo-k"}),
+    *options(RunTaskOptions, "digits", "n_train", "n_test"),
+    *options(StarConfig, "fewshot_k", {"path": "steps.first", "name": "--steps-first"}, "steps.warmup_steps", "batch_size", "lr",
+             {"path": "lora.enabled", "name": "--lora"}, {"path": "generation.batch_size", "name": "--gen-batch-size"},
+             "generation.max_new_tokens", "generation.engine", {"path": "generation.server.command", "name": "--server-command"},
+             {"path": "generation.backend", "type": str, "hidden": True, "help": "Deprecated: --engine."},
+             "filter", "train_with_fewshot"),
+    *options(RunTaskOptions, "per_iteration", "pool_size", "n_dev"),
+    *options(StarConfig, "generation.threads", {"path": "report_to", "type": str}, "checkpoint_every"),
+    *options(RunTaskOptions, "prompts"),
+    *options(StarConfig, "seed"),
+]
 
 
 def _digits(value: str) -> tuple[int, int]:
@@ -61,106 +71,50 @@ def _digits(value: str) -> tuple[int, int]:
         raise typer.BadParameter(f"expected N or N-M, got {value!r}") from None
 
 
-#: ``star run``'s options that set a StarConfig field: parameter → the field's dotted path ("!": the flag sets it False)
-CONFIG_FIELDS: dict[str, str] = {
-    "task": "task", "model": "model", "iterations": "iterations", "no_rationalization": "!rationalization",
-    "baseline": "baseline", "pseudo_labels": "pseudo_labels.mode", "pseudo_k": "pseudo_labels.k", "samples": "sampling.k", "fewshot_k": "fewshot_k",
-    "steps_first": "steps.first", "warmup_steps": "steps.warmup_steps", "batch_size": "batch_size", "lr": "lr",
-    "lora": "lora.enabled", "gen_batch_size": "generation.batch_size", "max_new_tokens": "generation.max_new_tokens",
-    "backend": "generation.backend", "engine": "generation.engine", "server_command": "generation.server.command",
-    "seed": "seed", "filter_": "filter", "train_with_fewshot": "train_with_fewshot", "threads": "generation.threads",
-    "report_to": "report_to", "checkpoint_every": "checkpoint_every",
-}
-#: ``star run``'s options that set a task option (``--digits N-M``: min_digits and max_digits); the task says under
-#: which key (:attr:`~thoughtsource.star.tasks.Task.cli_options`)
-TASK_OPTIONS = ("digits", "n_train", "n_test", "per_iteration", "pool_size", "n_dev", "prompts")
+def _apply_options(data: dict[str, Any], given: GivenOptions) -> None:
+    """``--set`` and the named options over ``data`` (a StarConfig as a dict): options not given change nothing."""
+    from ..star.tasks import task_class, task_option_types
 
-
-def _set(data: dict[str, Any], path: str, value: Any) -> None:
-    *parents, last = path.split(".")
-    for p in parents:
-        data = data.setdefault(p, {})
-    data[last] = value
-
-
-def _apply_options(data: dict[str, Any], params: dict[str, Any]) -> None:
-    """The options given on the command line, over ``data`` (a StarConfig as a dict): unset options change nothing."""
-    from ..star.config import StarConfig
-    from ..star.tasks import task_class
-
-    for name, path in CONFIG_FIELDS.items():
-        value = params[name]
-        if path.startswith("!"):
-            if value:
-                _set(data, path[1:], False)
-        elif value is not None:
-            _set(data, path, value.value if isinstance(value, Enum) else value)
-    given: dict[str, Any] = {}
-    for name in TASK_OPTIONS:
-        value = params[name]
-        if name == "digits" and value:
-            given["min_digits"], given["max_digits"] = _digits(value)
-        elif name != "digits" and value is not None:
-            given[name] = value.value if isinstance(value, Enum) else value
-    task = task_class(data.get("task") or StarConfig.model_fields["task"].default)
-    for name, value in given.items():
-        key = task.cli_options.get(name, name)
-        if key is None:
-            raise typer.BadParameter(task.cli_refused, param_hint="--" + name.replace("_", "-"))
-        _set(data, "task_options." + key, value)
+    given.apply(StarConfig, data)
+    task = data.get("task") or StarConfig.model_fields["task"].default
+    takes = task_option_types(task_class(task))
+    for name, value in given.fields(RunTaskOptions).items():
+        if name == "digits":
+            if not value:
+                continue
+            values = dict(zip(("min_digits", "max_digits"), _digits(value), strict=True))
+        else:
+            values = {name: value}
+        for key, v in values.items():
+            target = key if key in takes else f"{key}_per_digit" if f"{key}_per_digit" in takes else None
+            if target is None:
+                known = ", ".join(sorted(takes.keys() - {"dataset"}))
+                raise typer.BadParameter(f"not {task}: it takes no {key} (its options: {known})",
+                                         param_hint="--" + name.replace("_", "-"))
+            set_path(data, "task_options." + target, v)
 
 
 @star_app.command("run")
+@config_options(RUN_OPTIONS, after="config")
 def run(
-    ctx: typer.Context,
     out: Path = typer.Option(..., "--out", help="Run directory (config, iter_N/ artifacts, metrics.json, plots/)."),
-    task: str | None = typer.Option(None, "--task", help="arithmetic, gsm8k, commonsense_qa, a registered dataset or a ThoughtSource file."),
-    model: str | None = typer.Option(None, "--model", help='"embedded" (SmolLM2-135M-Instruct) or a transformers model folder.'),
-    iterations: int | None = typer.Option(None, "--iterations", "-n", help="Outer-loop iterations."),
     config: Path | None = typer.Option(None, "--config", help="YAML run config: a file, or the name of a shipped one "
                                        "(e.g. arithmetic_fresh; thoughtsource star configs lists them); command-line options win."),
-    no_rationalization: bool = typer.Option(False, "--no-rationalization", help="STaR without rationalization."),
-    baseline: Baseline | None = typer.Option(None, "--baseline", help="direct: fine-tune on answers only; fewshot: no training; gold: fine-tune on the reference rationales."),
-    samples: int | None = typer.Option(None, "--samples", help="Rationales sampled per training problem (sampling.k, at sampling.temperature)."),
-    pseudo_labels: PseudoLabels | None = typer.Option(None, "--pseudo-labels", help="majority: majority answer of k samples as the target."),
-    pseudo_k: int | None = typer.Option(None, "--pseudo-k", help="Samples per question for --pseudo-labels majority."),
-    digits: str | None = typer.Option(None, "--digits", help="arithmetic: digit range, e.g. 1-5."),
-    n_train: int | None = typer.Option(None, "--n-train", help="Training problems."),
-    n_test: int | None = typer.Option(None, "--n-test", help="Test problems (arithmetic: per digit count)."),
-    fewshot_k: int | None = typer.Option(None, "--fewshot-k", help="Few-shot exemplars per prompt (arithmetic: per digit count)."),
-    steps_first: int | None = typer.Option(None, "--steps-first", help="Training steps at iteration 1 (then +20%/iteration)."),
-    warmup_steps: int | None = typer.Option(None, "--warmup-steps", help="Linear learning-rate warm-up steps."),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Training batch size."),
-    lr: float | None = typer.Option(None, "--lr", help="Learning rate."),
-    lora: bool | None = typer.Option(None, "--lora/--no-lora", help="Train a LoRA adapter (merged into the checkpoint)."),
-    gen_batch_size: int | None = typer.Option(None, "--gen-batch-size", help="Generation batch size."),
-    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="Override the task's generation length."),
-    engine: Engine | None = typer.Option(None, "--engine", help="transformers or vllm (in process), or server (--server-command, started per checkpoint)."),
-    server_command: str | None = typer.Option(None, "--server-command", help="--engine server: e.g. 'vllm serve {checkpoint} --port {port} --served-model-name {model_name}'."),
-    backend: str | None = typer.Option(None, "--backend", hidden=True, help="Deprecated: --engine."),
-    filter_: FilterName | None = typer.Option(None, "--filter", help="answer: keep rationales with the right answer (the paper); verified: the rationale must also pass the task's check."),
-    train_with_fewshot: bool | None = typer.Option(None, "--train-with-fewshot/--no-train-with-fewshot", help="Put the few-shot prompt into the training examples (the paper's best CQA setting)."),
-    per_iteration: int | None = typer.Option(None, "--per-iteration", help="Fresh training problems sampled from the pool each iteration."),
-    pool_size: int | None = typer.Option(None, "--pool-size", help="Size of the seeded pool training problems are sampled from."),
-    n_dev: int | None = typer.Option(None, "--n-dev", help="Dev problems for choosing the best iteration (arithmetic: per digit count)."),
-    threads: int | None = typer.Option(None, "--threads", help="torch CPU threads for generation."),
-    report_to: str | None = typer.Option(None, "--report-to", help="Training trackers: tensorboard, wandb, mlflow, trackio or none (comma-separated); OUT/metrics.jsonl is written always."),
-    checkpoint_every: int | None = typer.Option(None, "--checkpoint-every", help="Save the trainer state every K optimizer steps, so a killed training resumes there (0: never; default 100)."),
-    prompts: Prompts | None = typer.Option(None, "--prompts", help="Dataset tasks: star (the STaR authors' exemplars) or reference (the dataset's CoTs)."),
-    seed: int | None = typer.Option(None, "--seed"),
     seeds: str | None = typer.Option(None, "--seeds", help="Repeat the run per seed (e.g. 0,1,2 or 0-4) into OUT/seed_<s>/, then write OUT/aggregate.json."),
     resume: bool = typer.Option(False, "--resume", help="Continue a run in --out from its last complete step."),
     as_json: bool = typer.Option(False, "--json", help="Print the final summary as JSON on stdout (progress and logs stay on stderr)."),
+    *,
+    given: GivenOptions,
 ) -> None:
     """Run STaR (or a baseline) and write metrics, rationales, checkpoints and plots under --out."""
     from ..io import check_out
-    from ..star.config import StarConfig, config_path
+    from ..star.config import config_path
     from ..star.seeds import parse_seeds, run_seeds, seed_dir
 
     if not out.is_file():  # (a file there is the loop's ConfigError: --out is the run's folder)
         check_out(out, folder=True)  # before a model is loaded or trained
     seed_list = parse_seeds(seeds) if seeds is not None else None
-    if seed_list is not None and seed is not None:
+    if seed_list is not None and "seed" in given.fields(StarConfig):
         raise typer.BadParameter("give --seed or --seeds, not both", param_hint="--seeds")
     resumed = out / "config.json" if seed_list is None else seed_dir(out, seed_list[0]) / "config.json"
     data: dict[str, Any] = {}
@@ -168,7 +122,7 @@ def run(
         data = StarConfig.from_file(config).model_dump(mode="json", exclude_unset=True)
     elif resume and resumed.exists():
         data = StarConfig.from_file(resumed).model_dump(mode="json")
-    _apply_options(data, ctx.params)
+    _apply_options(data, given)
     cfg = StarConfig.from_dict(data, path=str(config_path(config)) if config else None)
     from ..interrupt import graceful_sigint
 

@@ -26,20 +26,21 @@ class GenerateConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    instruction_keys: list[str | None] = Field(default=[None], description="Instruction fragment ids (None: no instruction).")
-    cot_trigger_keys: list[str] = Field(default=["kojima-01"], description="CoT trigger fragment ids ('none' for no trigger).")
+    instruction_keys: list[str | None] = Field(default=[None], description="Instruction fragment ids ('none' or None: no instruction).")
+    cot_trigger_keys: list[str] = Field(default=["kojima-01"], description="CoT trigger fragment ids, e.g. kojima-01 ('none': no trigger).")
     answer_extraction_keys: list[str] = Field(
         default=[AUTO], description="Answer-extraction fragment ids; 'auto' picks the one matching each sample's type."
     )
     author: str = Field(default="thoughtsource", description="Stored as the author of each CoT.")
-    backend: str = Field(default="transformers", description="Backend name (see thoughtsource.backends.BACKENDS).")
+    backend: str = Field(default="transformers", description="Backend: openai (any OpenAI-compatible server) or transformers (thoughtsource.backends.BACKENDS).")
     api_service: str | None = Field(default=None, description="Stored as api_service; default: the backend name.")
     model: str = Field(
-        default="embedded", validation_alias=AliasChoices("model", "engine"), description="Model name or path ('embedded': SmolLM2)."
+        default="embedded", validation_alias=AliasChoices("model", "engine"),
+        description="Model name (server) or path/'embedded' (transformers; SmolLM2)."
     )
-    base_urls: list[str] = Field(default_factory=list, description="Servers of an OpenAI-compatible backend.")
+    base_urls: list[str] = Field(default_factory=list, description="Server URLs of the openai backend; several spread the load.")
     chat: bool = Field(default=False, description="Send chat messages (one user message) instead of a plain prompt.")
-    temperature: float = Field(default=0.0, ge=0)
+    temperature: float = Field(default=0.0, ge=0, description="Sampling temperature (0: greedy).")
     top_p: float = Field(default=1.0, gt=0, le=1)
     max_tokens: int = Field(default=256, gt=0, description="Token limit of a CoT.")
     answer_max_tokens: int = Field(default=32, gt=0, description="Token limit of an extracted answer (greedy).")
@@ -52,7 +53,7 @@ class GenerateConfig(BaseModel):
         default="Letters", description="How choices are listed in published templates: A) ..., 1) ..., or bare.")
     n: int = Field(default=1, ge=1, description="CoTs per prompt (self-consistency); needs temperature > 0 when > 1.")
     seed: int = Field(default=0, description="Sampling seed; sample i of a prompt uses a seed derived from it and i.")
-    few_shot: int = Field(default=0, ge=0, description="Exemplars with gold CoTs before the question (0: zero-shot).")
+    few_shot: int = Field(default=0, ge=0, description="Exemplars with gold CoTs (from few_shot_split) before the question (0: zero-shot).")
     few_shot_split: str = Field(default="train", description="Split of the same dataset the exemplars come from.")
     few_shot_seed: int = Field(default=0, description="Seed of the exemplar draw.")
     concurrency: int = Field(

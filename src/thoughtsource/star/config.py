@@ -32,11 +32,11 @@ class StepSchedule(_Strict):
     gave 0 steps; here every iteration trains at least ``first >= 1`` steps (a test checks it).
     """
 
-    first: int = Field(40, ge=1, description="steps at iteration 1")
+    first: int = Field(40, ge=1, description="Training steps at iteration 1 (then growing by increase per iteration: +20% by default).")
     growth: Literal["multiplicative", "additive"] = "multiplicative"
     increase: float = Field(0.2, ge=0, description="fraction (multiplicative) or steps (additive) added per iteration")
     max_steps: int | None = Field(None, ge=1, description="cap (the paper capped GSM8K at iteration 30)")
-    warmup_steps: int = Field(10, ge=0, description="linear learning-rate warm-up, then constant")
+    warmup_steps: int = Field(10, ge=0, description="Linear learning-rate warm-up steps, then constant.")
 
     def steps(self, iteration: int) -> int:
         """Steps for 1-based ``iteration``; never below 1."""
@@ -62,7 +62,8 @@ class ServerEngine(_Strict):
     """
 
     command: str = Field("vllm serve {checkpoint} --port {port} --served-model-name {model_name}",
-                         description="command template (split like a shell line; no shell)")
+                         description="engine server: the command started per checkpoint, e.g. 'vllm serve {checkpoint} --port {port} "
+                                     "--served-model-name {model_name}' (split like a shell line; no shell).")
     model_name: str = Field("star-current", description="the name the server serves the model under")
     host: str = "127.0.0.1"
     port: int | None = Field(None, ge=1, le=65535, description="None: a free port per start")
@@ -84,10 +85,11 @@ class GenerationOptions(_Strict):
     model) is refused with a pointer to ``engine: server``.
     """
 
-    engine: Literal["transformers", "vllm", "server"] | None = Field(None, description="None: transformers")
+    engine: Literal["transformers", "vllm", "server"] | None = Field(
+        None, description="transformers or vllm (in process), or server (server.command, started per checkpoint); None: transformers.")
     backend: Literal["transformers", "openai"] | None = Field(None, description="deprecated: use engine")
-    batch_size: int = Field(16, ge=1, description="prompts per engine call; a kill loses at most the batch in flight")
-    max_new_tokens: int | None = Field(None, ge=1, description="None: the task's default")
+    batch_size: int = Field(16, ge=1, description="Generation batch size: prompts per engine call; a kill loses at most the batch in flight.")
+    max_new_tokens: int | None = Field(None, ge=1, description="Override the task's generation length (None: the task's default).")
     temperature: float = Field(0.0, ge=0)
     base_url: str | None = Field(None, description="deprecated (backend: openai); use engine: server")
     served_model: str | None = Field(None, description="deprecated (backend: openai); use engine: server")
@@ -97,7 +99,7 @@ class GenerationOptions(_Strict):
     decoder: Literal["default", "graph"] = Field(
         "default", description="transformers: 'graph' decodes with a static KV cache, each step a CUDA graph on a GPU "
                                "(backends/graph_decode.py; docs/star-gpu.md); 'default' keeps prefix_cache's choice")
-    threads: int | None = Field(None, ge=1, description="torch CPU threads (None: leave torch's default); 1 when arms run side by side")
+    threads: int | None = Field(None, ge=1, description="torch CPU threads for generation (None: leave torch's default); 1 when arms run side by side.")
     store: bool = Field(True, description="keep every completion in OUT/completions.sqlite, so a resumed run asks only for missing ones")
     options: dict[str, Any] = Field(default_factory=dict, description="extra keyword options for the backend (vllm: for vllm.LLM)")
     wait_timeout_s: float = Field(
@@ -132,8 +134,8 @@ class GenerationOptions(_Strict):
 class PseudoLabels(_Strict):
     """Appendix H: questions without gold answers get the majority answer of k sampled rationales."""
 
-    mode: Literal["none", "majority"] = "none"
-    k: int = Field(5, ge=1)
+    mode: Literal["none", "majority"] = Field("none", description="majority: the majority answer of k samples as the target.")
+    k: int = Field(5, ge=1, description="Samples per question for pseudo-label majority.")
     temperature: float = Field(0.7, gt=0)
 
 
@@ -147,13 +149,13 @@ class Sampling(_Strict):
     ``generation.temperature``.
     """
 
-    k: int = Field(1, ge=1, description="rationales sampled per training problem")
+    k: int = Field(1, ge=1, description="Rationales sampled per training problem (at sampling.temperature).")
     temperature: float = Field(1.0, gt=0, description="sampling temperature of the k rationales (k > 1 only)")
     max_kept: int | None = Field(None, ge=1, description="at most this many kept records per problem (None: all distinct)")
 
 
 class LoraOptions(_Strict):
-    enabled: bool = False
+    enabled: bool = Field(False, description="Train a LoRA adapter (merged into the checkpoint).")
     r: int = Field(16, ge=1)
     alpha: int = Field(32, ge=1)
     dropout: float = Field(0.0, ge=0, lt=1)
@@ -161,40 +163,41 @@ class LoraOptions(_Strict):
 
 
 class StarConfig(_Strict):
-    model: str = Field("embedded", description='"embedded" (SmolLM2-135M-Instruct) or a transformers model folder')
-    task: str = Field("arithmetic", min_length=1, description="arithmetic, gsm8k, commonsense_qa, a registered dataset or a ThoughtSource file")
+    model: str = Field("embedded", description='"embedded" (SmolLM2-135M-Instruct) or a transformers model folder.')
+    task: str = Field("arithmetic", min_length=1, description="arithmetic, gsm8k, commonsense_qa, a registered dataset or a ThoughtSource file.")
     task_options: dict[str, Any] = Field(default_factory=dict, description="task keyword options (digits, n_train, n_test, split names...)")
-    iterations: int = Field(3, ge=0, description="outer loops; 0 = evaluate the base model few-shot only")
+    iterations: int = Field(3, ge=0, description="Outer-loop iterations; 0: evaluate the base model few-shot only.")
     baseline: Literal["star", "direct", "fewshot", "gold"] = Field(
         "star", description="star; direct: fine-tune on answers without rationales; fewshot: no training; gold: fine-tune on the "
                             "dataset's reference rationales (an upper bound), in the format the model generates")
-    rationalization: bool = True
-    fewshot_k: int = Field(3, ge=0, description="few-shot exemplars per prompt")
+    rationalization: bool = Field(True, description="Rationalization: the answer as a hint for problems no rationale solved (false: STaR without it).")
+    fewshot_k: int = Field(3, ge=0, description="Few-shot exemplars per prompt (arithmetic: per digit count).")
     fewshot_after_training: bool = Field(True, description="keep the few-shot prompt when generating with fine-tuned models (the paper's default)")
-    train_with_fewshot: bool = Field(False, description="put the few-shot prompt into the training prompts too (the paper's best CQA setting)")
+    train_with_fewshot: bool = Field(False, description="Put the few-shot prompt into the training examples too (the paper's best CQA setting).")
     filter: Literal["answer", "verified"] = Field(
         "answer", description="answer: keep rationales whose answer is right (the paper); verified: the rationale must also pass the task's check"
     )
     pseudo_labels: PseudoLabels = Field(default_factory=PseudoLabels)
     sampling: Sampling = Field(default_factory=Sampling)
     steps: StepSchedule = Field(default_factory=StepSchedule)
-    batch_size: int = Field(8, ge=1, description="training batch size per device")
+    batch_size: int = Field(8, ge=1, description="Training batch size per device.")
     gradient_accumulation_steps: int = Field(1, ge=1)
-    lr: float = Field(1e-5, gt=0)
+    lr: float = Field(1e-5, gt=0, description="Learning rate.")
     lr_scheduler: Literal["constant_with_warmup", "cosine", "linear"] = Field(
         "constant_with_warmup", description="after the warm-up: constant (the paper), or decaying to 0 at the last step")
     weight_decay: float = Field(0.0, ge=0)
     max_seq_len: int = Field(1024, ge=16)
     bf16: bool = Field(False, description="bf16 mixed-precision training: fp32 master weights, bf16 autocast")
     lora: LoraOptions = Field(default_factory=LoraOptions)
-    seed: int = 0
+    seed: int = Field(0, description="The run's seed.")
     generation: GenerationOptions = Field(default_factory=GenerationOptions)
     keep_checkpoints: bool = Field(True, description="False: delete iteration N-1's checkpoint once iteration N is trained")
     checkpoint_every: int = Field(
-        100, ge=0, description="save the trainer state every K optimizer steps; a killed training resumes from it (0: never)")
+        100, ge=0, description="Save the trainer state every K optimizer steps, so a killed training resumes there (0: never).")
     report_to: list[ReportTo] = Field(
         default_factory=lambda: ["none"],
-        description="experiment trackers for training (the Trainer's report_to); OUT/metrics.jsonl is written always")
+        description="Training trackers: tensorboard, wandb, mlflow, trackio or none (comma-separated); OUT/metrics.jsonl is written "
+                    "always.")
 
     @field_validator("report_to", mode="before")
     @classmethod

@@ -175,8 +175,6 @@ class ArithmeticTask(Task):
 
     name: ClassVar[str] = "arithmetic"
     stop: ClassVar[tuple[str, ...]] = ("\n\n", "\nInput:")
-    cli_options: ClassVar[dict[str, str | None]] = {"n_test": "n_test_per_digit", "n_dev": "n_dev_per_digit", "prompts": None}
-    cli_refused: ClassVar[str] = "only for dataset tasks (gsm8k, commonsense_qa, ...), not arithmetic"
 
     def __init__(self, min_digits: int = 1, max_digits: int = 5, n_train: int = 1000, n_test_per_digit: int = 100,
                  n_dev_per_digit: int = 50, pool_size: int = 50_000, per_iteration: int | None = None,

@@ -52,11 +52,6 @@ class Task(abc.ABC):
     #: cut generated text at the first of these (the next few-shot example starting)
     stop: ClassVar[tuple[str, ...]] = ()
     default_max_new_tokens: ClassVar[int] = 128
-    #: how ``star run``'s task options (min_digits and max_digits from --digits, --n-train, --n-test, --per-iteration,
-    #: --pool-size, --n-dev, --prompts) reach this task: the task_options key each sets when it is not the option's own
-    #: name, or None for an option the task does not take (a usage error saying :attr:`cli_refused`)
-    cli_options: ClassVar[dict[str, str | None]] = {}
-    cli_refused: ClassVar[str] = ""
 
     @abc.abstractmethod
     def load(self, split: str, seed: int) -> list[Problem]:
