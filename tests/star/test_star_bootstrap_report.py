@@ -33,7 +33,7 @@ def test_chosen_iteration_is_the_best_dev_accuracy_above_k_earliest_on_ties() ->
 
 
 def test_a_base_has_learnt_its_range_only_if_every_digit_count_up_to_k_is_right_on_dev() -> None:
-    from thoughtsource.star.base import learnt_range
+    from thoughtsource.star.scratch_model import learnt_range
 
     seed_0 = {"1-digit": [8, 8], "2-digit": [50, 50], "3-digit": [50, 50], "4-digit": [50, 50], "5-digit": [49, 50], "6-digit": [1, 50]}
     seed_2 = {"1-digit": [8, 8], "2-digit": [21, 50], "3-digit": [3, 50], "4-digit": [0, 50], "5-digit": [0, 50]}  # the real seed 2

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..io import read_json
 from ..statistics import mcnemar_exact
-from .base import learnt_range
+from .scratch_model import learnt_range
 from .stats import Proportion, digits_of, fmt_p, group_key
 
 MIN_N = 200
