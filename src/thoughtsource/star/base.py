@@ -1,6 +1,7 @@
 """Moved to :mod:`thoughtsource.star.scratch_model`; kept for one release (import from there)."""
 
 # moved to thoughtsource.star.scratch_model; kept for one release
+from .analysis.accuracy import LEARNT_SHARE, learnt_range  # moved to star.analysis.accuracy
 from .scratch_model import (
     ALPHABET,
     BOS,
@@ -8,7 +9,6 @@ from .scratch_model import (
     DEV_CURVE_FILE,
     EOS,
     INFO_FILE,
-    LEARNT_SHARE,
     PAD,
     TRAIN_CURVE_FILE,
     UNK,
@@ -25,7 +25,6 @@ from .scratch_model import (
     describe_accuracies,
     gate_callback,
     is_complete,
-    learnt_range,
     parameter_count,
     read_curve,
     training_problems,

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..errors import ConfigError, ThoughtSourceError, validation_problems
 from ..io import write_json
-from .stats import digits_of, group_key
+from .analysis.accuracy import digits_of, group_key, learnt_range
 from .tasks.arithmetic import ArithmeticTask
 from .tasks.base import Problem, TrainingRecord
 
@@ -271,18 +271,6 @@ def accuracy_by_digits(model: Any, tokenizer: Any, task: ArithmeticTask, problem
     return dict(sorted(out.items(), key=lambda kv: group_key(kv[0])))
 
 
-#: a base has learnt its range when it gets at least this share of dev problems right at every digit count <= k
-LEARNT_SHARE = 0.9
-
-
-def learnt_range(dev_correct_by_group: dict[str, list[int] | tuple[int, int]], k: int, *, share: float = LEARNT_SHARE,
-                 lo: int = 1) -> bool:
-    """Whether the base learnt what it was taught: dev accuracy >= ``share`` at every digit count lo..k
-    with enough problems to tell (n >= 10; the one-digit dev set can be smaller)."""
-    cells = [(c, n) for g, (c, n) in dev_correct_by_group.items() if lo <= digits_of(g) <= k and n >= 10]
-    return bool(cells) and all(c >= share * n for c, n in cells)
-
-
 def describe_accuracies(by_group: dict[str, list[int]]) -> str:
     return ", ".join(f"{g} {c}/{n}" for g, (c, n) in by_group.items())
 
@@ -411,7 +399,7 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     train_rows = read_curve(work / TRAIN_CURVE_FILE)
     learnt_at = next((r["step"] for r in dev_rows if r["learnt"]), None)
     if cfg.gate.every:
-        from .plots import plot_base_curves
+        from .analysis.plots import plot_base_curves
 
         with contextlib.suppress(ImportError):  # no matplotlib: the curves stay as JSON lines
             plot_base_curves(train_rows, dev_rows, work / CURVES_PLOT, f"star base, seed {cfg.seed}")
