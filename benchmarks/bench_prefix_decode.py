@@ -22,7 +22,7 @@ import yaml
 
 from thoughtsource.backends import Request
 from thoughtsource.backends.transformers_local import TransformersBackend
-from thoughtsource.star.base import Architecture, build_model, build_tokenizer
+from thoughtsource.star.scratch_model import Architecture, build_model, build_tokenizer
 from thoughtsource.star.tasks.arithmetic import ArithmeticTask
 
 REPO = Path(__file__).resolve().parent.parent

@@ -97,9 +97,9 @@ def report(root: Path, out: Path) -> int:
     import json
 
     from thoughtsource.io import read_json, write_json
-    from thoughtsource.star.bootstrap import find_runs, markdown
-    from thoughtsource.star.bootstrap import report as make_report
-    from thoughtsource.star.plots import plot_digits
+    from thoughtsource.star.analysis.bootstrap_experiment import find_runs, markdown
+    from thoughtsource.star.analysis.bootstrap_experiment import report as make_report
+    from thoughtsource.star.analysis.plots import plot_digits
 
     rep = make_report(root)
     out.mkdir(parents=True, exist_ok=True)

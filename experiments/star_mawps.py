@@ -93,10 +93,10 @@ def _correct(rows: list[dict[str, Any]]) -> dict[str, bool]:
 def report(root: Path, out: Path, arms: list[str]) -> dict[str, Any]:
     """report.json / report.md / test_accuracy.png / test_rows.json.gz / ARM_metrics.json from the finished runs."""
     from thoughtsource.io import write_json
-    from thoughtsource.star import report as star_report
-    from thoughtsource.star.bootstrap import paired
-    from thoughtsource.star.plots import plot_compare
-    from thoughtsource.star.stats import best_iteration
+    from thoughtsource.star.analysis import compare_runs as star_report
+    from thoughtsource.star.analysis.accuracy import best_iteration
+    from thoughtsource.star.analysis.bootstrap_experiment import paired
+    from thoughtsource.star.analysis.plots import plot_compare
 
     summaries = {a: star_report.load_run(root / a) for a in arms if (root / a / "metrics.json").is_file()}
     if not summaries:

@@ -56,7 +56,7 @@ def retrain(run: Path, n: int, seed: int, work: Path) -> Path:
 
 
 def rows(run: Path, n: int) -> dict[str, dict[str, bool]]:
-    from thoughtsource.star.bootstrap import test_rows
+    from thoughtsource.star.analysis.bootstrap_experiment import test_rows
 
     return test_rows(run, n)
 
@@ -73,8 +73,8 @@ def main() -> int:
 
     torch.set_num_threads(1)
     from thoughtsource.io import read_json, write_json
-    from thoughtsource.star.bootstrap import paired
-    from thoughtsource.star.stats import Proportion, group_key
+    from thoughtsource.star.analysis.accuracy import Proportion, group_key
+    from thoughtsource.star.analysis.bootstrap_experiment import paired
 
     n = args.iteration
     work = args.work or args.run.parent / f"noise_{args.run.name}_iter_{n}"

@@ -7,8 +7,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from thoughtsource.errors import ConfigError, validation_problems
 from thoughtsource.generation.config import GenerateConfig, make_backend
-from thoughtsource.star.base import BaseConfig
 from thoughtsource.star.config import StarConfig
+from thoughtsource.star.scratch_model import BaseConfig
 
 
 class _Inner(BaseModel):

@@ -39,7 +39,7 @@ SKIP: dict[str, str] = {
     "thoughtsource star run": "trains a model for minutes (or needs a GPU); tests/star/test_star_cli.py, tests/star/test_star_loop.py",
     "thoughtsource generate --file worldtree.json --backend openai": "needs a reasoning model's server; tests/test_reasoning.py "
                                                                       "uses the fault server's reasoning mode",
-    "thoughtsource star base": "trains a model for minutes; tests/star/test_star_base.py, tests/star/test_star_bootstrap.py",
+    "thoughtsource star base": "trains a model for minutes; tests/star/test_star_scratch_model.py, tests/star/test_star_bootstrap.py",
     "python experiments/star_bootstrap.py": "the bootstrap experiment (hours); tests/star/test_star_bootstrap.py at CI size",
     "thoughtsource training-data stepwise": "needs step labels, which only annotators give; tests/test_training_data.py",
     "thoughtsource training-data prm800k": "needs step labels, which only annotators give; tests/test_training_data.py",

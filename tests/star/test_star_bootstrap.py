@@ -51,8 +51,8 @@ import yaml
 pytest.importorskip("transformers")
 pytest.importorskip("torch")
 
-from thoughtsource.star import bootstrap  # its test_rows must not be collected as a test
-from thoughtsource.star.plots import plot_digits
+from thoughtsource.star.analysis import bootstrap_experiment  # its test_rows must not be collected as a test
+from thoughtsource.star.analysis.plots import plot_digits
 from thoughtsource.star.tasks.arithmetic import ArithmeticTask
 
 # the module's experiment (base + 2 iterations) runs in whichever test comes first: minutes on a free 2-core machine,
@@ -147,7 +147,7 @@ def test_the_recipe_rebuilds_a_base_that_passes_the_gate(tmp_path: Path) -> None
 def test_the_base_meets_the_precondition_of_bootstrapping(experiment: Path) -> None:
     """Its range solved, k+1 neither impossible nor already solved: otherwise this test says so, rather than the
     bootstrap test failing on a base that could not bootstrap."""
-    rep = bootstrap.report(experiment, need=1)
+    rep = bootstrap_experiment.report(experiment, need=1)
     test0 = rep["seeds"][str(SEED)]["star"]["test_by_iteration"]["0"]
     lo, hi = K_PLUS_1_BASE_RANGE
     acc = test0[K_PLUS_1]["accuracy"]
@@ -219,7 +219,7 @@ def test_iteration_2_trains_from_the_base_not_from_iteration_1(experiment: Path,
 
 
 def test_star_lifts_k_plus_1_accuracy_past_iteration_0(experiment: Path) -> None:
-    rep = bootstrap.report(experiment, need=1)
+    rep = bootstrap_experiment.report(experiment, need=1)
     star = rep["seeds"][str(SEED)]["star"]
     assert star["k"] == 2 and star["iterations"] == [0, 1, 2]
     run = experiment / f"seed_{SEED}" / "star"
@@ -230,7 +230,7 @@ def test_star_lifts_k_plus_1_accuracy_past_iteration_0(experiment: Path) -> None
     before, after = star["test_by_iteration"]["0"][K_PLUS_1], star["test_by_iteration"][str(chosen)][K_PLUS_1]
     assert before["n"] == after["n"] == 200
     assert after["accuracy"] >= before["ci95"][1] + MARGIN, (chosen, before, after)
-    assert bootstrap.paired(bootstrap.test_rows(run, chosen)[K_PLUS_1], bootstrap.test_rows(run, 0)[K_PLUS_1])["p_value"] < 0.001
+    assert bootstrap_experiment.paired(bootstrap_experiment.test_rows(run, chosen)[K_PLUS_1], bootstrap_experiment.test_rows(run, 0)[K_PLUS_1])["p_value"] < 0.001
     # the kept-data audit counts the model's own correct rationales
     for kept in star["kept"]:
         assert 0 < kept["answer_correct"] <= kept["train_n"] and kept["verified"] <= kept["answer_correct"]

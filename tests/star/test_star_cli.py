@@ -94,7 +94,7 @@ def test_a_task_options_typo_is_one_line_with_did_you_mean(tmp_path: Path, task:
 
 
 def test_base_config_task_options_typo_is_a_config_error(tmp_path: Path) -> None:
-    from thoughtsource.star.base import BaseConfig
+    from thoughtsource.star.scratch_model import BaseConfig
 
     with pytest.raises(ConfigError, match="did you mean 'max_digits'"):
         BaseConfig.from_dict({"task_options": {"max_digit": 3}}).make_task()

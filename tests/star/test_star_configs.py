@@ -56,7 +56,7 @@ def test_star_run_finds_a_config_by_name_outside_a_checkout(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("name", ["base", "issue20_base"])
 def test_the_bootstrap_base_recipes_are_valid(name: str) -> None:
-    from thoughtsource.star.base import BaseConfig
+    from thoughtsource.star.scratch_model import BaseConfig
 
     cfg = BaseConfig.from_file(REPO / "configs" / "star" / "bootstrap" / f"{name}.yaml")
     cfg.make_task()

@@ -12,7 +12,7 @@ for ds in cqa gsm8k; do
   for arm in star direct; do
     name=${ds}_${arm}
     [ -f "$OUT/$name/metrics.json" ] || continue  # the summary exists once iteration 0 is done
-    "$PY" -c 'import sys; from thoughtsource.star.report import load_run; from thoughtsource.io import write_json
+    "$PY" -c 'import sys; from thoughtsource.star.analysis.compare_runs import load_run; from thoughtsource.io import write_json
 write_json(sys.argv[2], load_run(sys.argv[1]))' "$OUT/$name" "$DOC/${name}_metrics.json"
     for d in "$OUT/$name"/iter_*/; do
       n=$(basename "$d")

@@ -11,7 +11,7 @@ arms=()
 for name in star verified norat direct; do
   [ -f "$OUT/$name/config.json" ] || continue
   # the run's summary (or, for a run still in its first iteration, its per-iteration metrics)
-  "$PY" -c 'import sys; from thoughtsource.star.report import load_run; from thoughtsource.io import write_json
+  "$PY" -c 'import sys; from thoughtsource.star.analysis.compare_runs import load_run; from thoughtsource.io import write_json
 write_json(sys.argv[2], load_run(sys.argv[1]))' "$OUT/$name" "$DOC/${name}_metrics.json"
   for d in "$OUT/$name"/iter_*/; do  # the filter's counts and rejected examples per iteration
     n=$(basename "$d")

@@ -1,7 +1,8 @@
 """STaR, the Self-Taught Reasoner (Zelikman et al., 2022): rationale bootstrapping with rationalization.
 
 ``run_star(StarConfig(...), out)`` runs the loop of :mod:`.loop`; tasks live in :mod:`.tasks`,
-the inner-loop fine-tuning in :mod:`.train`.  Nothing heavy is imported here.
+the inner-loop fine-tuning in :mod:`.train`; the analysis of runs (accuracies, comparisons, plots, seeds,
+the bootstrap experiment's report) in :mod:`.analysis`.  Nothing heavy is imported here.
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ def write_summary(cfg: StarConfig, out: Path, all_metrics: list[dict[str, Any]])
     if not dist.is_main():
         return summary
     try:
-        from .plots import plot_run
+        from .analysis.plots import plot_run
 
         plot_run(summary, out)
     except Exception as e:  # plotting never breaks a run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from thoughtsource.star.bootstrap import chosen_iteration, mcnemar_exact, paired
+from thoughtsource.star.analysis.bootstrap_experiment import chosen_iteration, mcnemar_exact, paired
 
 
 @pytest.mark.parametrize(("b", "c"), [(0, 0), (0, 1), (1, 0), (3, 3), (0, 10), (7, 2), (12, 40), (95, 5), (0, 200)])
@@ -33,7 +33,7 @@ def test_chosen_iteration_is_the_best_dev_accuracy_above_k_earliest_on_ties() ->
 
 
 def test_a_base_has_learnt_its_range_only_if_every_digit_count_up_to_k_is_right_on_dev() -> None:
-    from thoughtsource.star.base import learnt_range
+    from thoughtsource.star.scratch_model import learnt_range
 
     seed_0 = {"1-digit": [8, 8], "2-digit": [50, 50], "3-digit": [50, 50], "4-digit": [50, 50], "5-digit": [49, 50], "6-digit": [1, 50]}
     seed_2 = {"1-digit": [8, 8], "2-digit": [21, 50], "3-digit": [3, 50], "4-digit": [0, 50], "5-digit": [0, 50]}  # the real seed 2
@@ -47,7 +47,7 @@ def test_gold_ceiling_counts_every_digit_count_the_base_saw_in_gold() -> None:
     from pathlib import Path
 
     from thoughtsource.io import read_json
-    from thoughtsource.star.bootstrap import gold_ceiling
+    from thoughtsource.star.analysis.bootstrap_experiment import gold_ceiling
 
     committed = Path(__file__).resolve().parents[2] / "docs" / "star-results" / "bootstrap_v2"
     for seed in (0, 1, 2):  # the real bases: taught 1-4 digits, plus 800 five-digit examples (2 %)
@@ -61,7 +61,7 @@ def test_gold_ceiling_counts_every_digit_count_the_base_saw_in_gold() -> None:
 def test_the_never_seen_rule_needs_two_never_seen_digit_counts_at_90_percent_in_two_of_three_seeds(tmp_path) -> None:
     import json
 
-    from thoughtsource.star.bootstrap import report
+    from thoughtsource.star.analysis.bootstrap_experiment import report
 
     def run(seed: int, at_last: dict[str, int]) -> None:
         base = tmp_path / f"base_{seed}"

@@ -1,4 +1,4 @@
-"""star.stats and star.seeds: intervals and tests against published values, best iteration on dev,
+"""star.analysis.accuracy and star.seeds / star.analysis.seed_aggregate: intervals and tests against published values, best iteration on dev,
 counts of old runs, aggregation over seeds."""
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ import pytest
 from star_synthetic import summary, write_run
 
 from thoughtsource.errors import ConfigError
-from thoughtsource.star.config import StarConfig
-from thoughtsource.star.seeds import aggregate, load_seed_runs, parse_seeds, run_seeds
-from thoughtsource.star.stats import (
+from thoughtsource.star.analysis.accuracy import (
     Comparison,
     Proportion,
     best_iteration,
@@ -25,6 +23,9 @@ from thoughtsource.star.stats import (
     groups,
     run_stats,
 )
+from thoughtsource.star.analysis.seed_aggregate import aggregate, load_seed_runs
+from thoughtsource.star.config import StarConfig
+from thoughtsource.star.seeds import parse_seeds, run_seeds
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "star-results"
 

@@ -18,7 +18,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("torch")
 
 from thoughtsource.errors import ConfigError
-from thoughtsource.star.base import ALPHABET, BaseConfig, build_base, build_model, build_tokenizer, training_problems
+from thoughtsource.star.scratch_model import ALPHABET, BaseConfig, build_base, build_model, build_tokenizer, training_problems
 
 TINY = {
     "task_options": {
@@ -73,7 +73,7 @@ def test_character_tokenizer_round_trips_every_character(tmp_path: Path) -> None
 def test_positions_are_set_per_layer(positions: str, rotary: bool) -> None:
     import torch
 
-    from thoughtsource.star.base import Architecture
+    from thoughtsource.star.scratch_model import Architecture
 
     tok = build_tokenizer()
     model = build_model(Architecture(layers=3, width=32, heads=2, positions=positions), tok, seed=0)
@@ -134,7 +134,7 @@ def test_a_base_that_does_not_learn_its_range_is_one_clear_error(tmp_path: Path)
 
 
 def test_curves_of_a_resumed_training_keep_one_row_per_step(tmp_path: Path) -> None:
-    from thoughtsource.star.base import read_curve
+    from thoughtsource.star.scratch_model import read_curve
 
     path = tmp_path / "c.jsonl"
     rows = [{"step": 10, "loss": 1.0}, {"step": 20, "loss": 0.5}, {"step": 20, "train_runtime": 3.0}, {"step": 20, "loss": 0.4}]

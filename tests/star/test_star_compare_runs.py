@@ -1,4 +1,4 @@
-"""star.report (comparison, Markdown tables) and star.plots on synthetic run folders and on the real runs in docs/star-results."""
+"""star.analysis.compare_runs (comparison, Markdown tables) and star.analysis.plots on synthetic run folders and on the real runs in docs/star-results."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from star_synthetic import summary, write_run
 
 from thoughtsource.errors import ConfigError
-from thoughtsource.star import report
-from thoughtsource.star.plots import plot_compare, plot_run
-from thoughtsource.star.seeds import write_aggregate
-from thoughtsource.star.stats import fisher_exact
+from thoughtsource.star.analysis import compare_runs
+from thoughtsource.star.analysis.accuracy import fisher_exact
+from thoughtsource.star.analysis.plots import plot_compare, plot_run
+from thoughtsource.star.analysis.seed_aggregate import write_aggregate
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "star-results"
 GROUPS = [{"1-digit": (k, 50), "2-digit": (j, 50)} for k, j in ((20, 0), (30, 5), (40, 10), (35, 20))]
@@ -30,12 +30,12 @@ def arms(tmp_path: Path) -> dict[str, Path]:
     return {"STaR": star, "norat": norat, "direct": direct}
 
 
-def _load(arms: dict[str, Path]) -> report.Runs:
-    return report.load_arms([f"{name}={path}" for name, path in arms.items()])
+def _load(arms: dict[str, Path]) -> compare_runs.Runs:
+    return compare_runs.load_arms([f"{name}={path}" for name, path in arms.items()])
 
 
 def test_comparison_against_the_reference_at_final_and_best(arms: dict[str, Path]) -> None:
-    cmp = report.comparison(_load(arms), reference="norat")
+    cmp = compare_runs.comparison(_load(arms), reference="norat")
     assert cmp["reference"] == "norat" and cmp["test"].startswith("Fisher")
     star = cmp["vs_reference"]["STaR"]
     # final: 55/100 vs 24/100; best on dev: STaR iteration 2 (50/100) vs norat iteration 2 (first of the 12/50 tie, 25/100)
@@ -49,13 +49,13 @@ def test_comparison_against_the_reference_at_final_and_best(arms: dict[str, Path
     assert cmp["arms"]["direct"]["best"]["chosen_on"] == "test" and cmp["arms"]["direct"]["best"]["iteration"] == 3
     assert cmp["arms"]["STaR"]["best"]["chosen_on"] == "dev"
     # default reference: the first arm
-    assert report.comparison(_load(arms))["reference"] == "STaR"
+    assert compare_runs.comparison(_load(arms))["reference"] == "STaR"
     with pytest.raises(ConfigError, match="reference"):
-        report.comparison(_load(arms), reference="nope")
+        compare_runs.comparison(_load(arms), reference="nope")
 
 
 def test_markdown_tables(arms: dict[str, Path]) -> None:
-    md = report.markdown(_load(arms), reference="norat", title="Arithmetic")
+    md = compare_runs.markdown(_load(arms), reference="norat", title="Arithmetic")
     assert md.startswith("## Arithmetic\n")
     for heading in ("### Test accuracy per iteration", "### Dev accuracy per iteration", "### Best iteration per arm",
                     "### Each arm against its iteration 0", "### Each arm against norat", "### Test accuracy per group: STaR",
@@ -74,13 +74,13 @@ def test_markdown_tables(arms: dict[str, Path]) -> None:
 
 
 def test_report_on_the_real_runs_in_docs() -> None:
-    runs = report.load_arms([f"STaR={DOCS / 'star_metrics.json'}", str(DOCS / "direct_metrics.json")])
+    runs = compare_runs.load_arms([f"STaR={DOCS / 'star_metrics.json'}", str(DOCS / "direct_metrics.json")])
     assert list(runs) == ["STaR", "direct"]
-    cmp = report.comparison(runs)
+    cmp = compare_runs.comparison(runs)
     final = cmp["vs_reference"]["direct"]["final"]
     assert (final["a"]["correct"], final["b"]["correct"], final["a"]["n"]) == (5, 2, 24)
     assert final["p_value"] == pytest.approx(0.4158007587, rel=1e-5) and final["significant_at_0.05"] is False
-    md = report.markdown(runs)
+    md = compare_runs.markdown(runs)
     assert "| 0 | 3/24 = 0.125 [0.043, 0.310] ★ | 1/24 = 0.042 [0.007, 0.202] |" in md  # the docs' 0.04–0.31 interval
     assert "| 0 | 3/8 = 0.375 [0.137, 0.694] | 0/8 = 0.000 [0.000, 0.324] | 0/8 = 0.000 [0.000, 0.324] |" in md
     assert "no dev split" in md
@@ -89,22 +89,22 @@ def test_report_on_the_real_runs_in_docs() -> None:
 def test_aggregate_folder_is_an_arm(arms: dict[str, Path], tmp_path: Path) -> None:
     runs = {s: summary(test=[(10, 100), (20 + s, 100)], seed=s) for s in (0, 1)}
     write_aggregate(tmp_path / "seeds", runs)
-    loaded = report.load_arms([f"seeds={tmp_path / 'seeds'}", f"star={arms['STaR']}"])
+    loaded = compare_runs.load_arms([f"seeds={tmp_path / 'seeds'}", f"star={arms['STaR']}"])
     assert loaded["seeds"]["seeds"] == [0, 1] and loaded["seeds"]["iterations"][1]["test_correct"] == 41
-    md = report.markdown(loaded)
+    md = compare_runs.markdown(loaded)
     assert "### Seeds" in md and "| seeds | 1 | 0.200, 0.210 | 0.205 | 0.007 | 41/200 = 0.205 [0.155, 0.266] |" in md
 
 
 def test_load_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no STaR run"):
-        report.load_run(tmp_path)
+        compare_runs.load_run(tmp_path)
     (tmp_path / "x.json").write_text(json.dumps({"rows": []}))
     with pytest.raises(ConfigError, match="not a STaR metrics summary"):
-        report.load_run(tmp_path / "x.json")
+        compare_runs.load_run(tmp_path / "x.json")
     (tmp_path / "a").mkdir()
     write_run(tmp_path / "a", summary(test=[(1, 2)]))
     with pytest.raises(ConfigError, match="two arms"):
-        report.load_arms([str(tmp_path / "a"), f"a={tmp_path / 'a'}"])
+        compare_runs.load_arms([str(tmp_path / "a"), f"a={tmp_path / 'a'}"])
 
 
 def _readable(png: Path, min_w: int = 600) -> None:
@@ -121,13 +121,13 @@ def test_plots_with_error_bars(arms: dict[str, Path], tmp_path: Path) -> None:
         _readable(p)
     _readable(plot_compare(runs, tmp_path / "cmp.png"))
     _readable(plot_compare(runs, tmp_path / "cmp_1digit.png", group="1-digit"))
-    old = report.load_run(DOCS / "star_metrics.json")  # an old run without counts per group
+    old = compare_runs.load_run(DOCS / "star_metrics.json")  # an old run without counts per group
     assert [p.name for p in plot_run(old, tmp_path / "old")] == ["accuracy.png", "train.png", "per_group.png"]
 
 
 def test_a_run_in_its_first_iteration_loads_from_its_iteration_files(tmp_path: Path) -> None:
     from thoughtsource.io import write_json
-    from thoughtsource.star.report import load_run
+    from thoughtsource.star.analysis.compare_runs import load_run
 
     run = tmp_path / "run"
     m0 = {"iteration": 0, "test_n": 10, "test_correct": 3, "test_accuracy": 0.3}
@@ -144,8 +144,8 @@ def test_accuracy_axes_scale_to_the_data_and_its_error_bars() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from thoughtsource.star.plots import _errorbar, _finish
-    from thoughtsource.star.stats import Proportion
+    from thoughtsource.star.analysis.accuracy import Proportion
+    from thoughtsource.star.analysis.plots import _errorbar, _finish
 
     low = [Proportion(2, 236), Proportion(53, 236), Proportion(3, 236)]  # experiment 2: 0.8 %, 22.5 %, 1.3 %
     fig, ax = plt.subplots()
