@@ -146,8 +146,8 @@ def run(
 
 
 def run_result(out: Path, summary: dict[str, Any]) -> dict[str, Any]:
-    """What ``star run --json`` prints: the run's statistics (:func:`star.stats.run_stats`) and its summary."""
-    from ..star.stats import run_stats
+    """What ``star run --json`` prints: the run's statistics (:func:`star.analysis.accuracy.run_stats`) and its summary."""
+    from ..star.analysis.accuracy import run_stats
 
     return {"out": str(out), "seeds": summary.get("seeds"), "config": summary["config"],
             "stats": run_stats(summary), "summary": summary}
@@ -204,7 +204,7 @@ def _print_tables(tables: list[Any]) -> None:
 
 def _print_summary(summary: dict[str, Any]) -> None:
     """The training funnel, then accuracy ± interval per iteration, the best iteration and iteration 0 comparisons."""
-    from ..star import report
+    from ..star.analysis import compare_runs as report
 
     pseudo = any(m.get("train_target") == "pseudo_label" for m in summary["iterations"])
     acc = "train acc vs pseudo-labels (before → after rat.)" if pseudo else "train acc (before → after rat.)"
@@ -254,7 +254,7 @@ def base(
     ``thoughtsource_base.json``.
     """
     from ..io import check_out
-    from ..star.base import BaseConfig, build_base
+    from ..star.scratch_model import BaseConfig, build_base
 
     check_out(out.parent, folder=True)
     data: dict[str, Any] = BaseConfig.from_file(config).model_dump(mode="json") if config else {}
@@ -269,7 +269,7 @@ def base(
     if as_json:
         _print_json(info)
         return
-    from ..star import report
+    from ..star.analysis import compare_runs as report
 
     table = report.Table(f"base model {out.name}: dev accuracy per digit count (k = {info['k']})", ["digits", "correct", "accuracy"], [])
     for group, (k, n) in info["dev_correct_by_group"].items():
@@ -289,7 +289,7 @@ def compare(
     """Several runs side by side: accuracy ± Wilson interval per iteration, the best iteration (on dev),
     and each run against the reference and against its own iteration 0 (Fisher's exact test)."""
     from ..io import check_out
-    from ..star import report
+    from ..star.analysis import compare_runs as report
 
     for path in (out, markdown):
         if path is not None:
@@ -297,7 +297,7 @@ def compare(
     loaded = report.load_arms(runs)
     result = report.comparison(loaded, reference, group)  # validates --reference before anything is written
     if out is not None:
-        from ..star.plots import plot_compare
+        from ..star.analysis.plots import plot_compare
 
         console.print(f"wrote {plot_compare(loaded, out, group=group)}")
     if markdown is not None:
@@ -319,7 +319,7 @@ def report_cmd(
     """The Markdown tables of a STaR report (docs/star-results.md): accuracies with intervals, best
     iterations, significance of each comparison, per-group tables, seeds and rationale filter counts."""
     from ..io import check_out
-    from ..star import report
+    from ..star.analysis import compare_runs as report
 
     check_out(out)
     _write_text(out, report.markdown(report.load_arms(runs), reference, group, title=title))
