@@ -48,15 +48,22 @@ class Users(Database):
             if others == 0:
                 raise StoreError(f"{name!r} is the last active admin; nothing was changed")
 
+    def _changed_user(self, conn: sqlite3.Connection, name: str, acting: User | None,
+                      loses_admin: Callable[[sqlite3.Row], bool] | None) -> sqlite3.Row:
+        """The active user ``name`` about to be changed, in the change's transaction; with ``acting``, the admin-rights
+        checks of :meth:`_check_admin_change` first."""
+        target = conn.execute("SELECT * FROM users WHERE name = ? AND removed IS NULL", (name,)).fetchone()
+        if target is None:
+            raise StoreError(f"{self.path}: no user named {name!r}")
+        if acting is not None:
+            self._check_admin_change(conn, acting, name, loses_admin is not None and loses_admin(target))
+        return target
+
     def _update_user(self, name: str, sql: str, args: tuple[Any, ...], end_sessions: bool,
                      acting: User | None = None, loses_admin: Callable[[sqlite3.Row], bool] | None = None) -> None:
         name = normalize_name(name)
         with self.connect(write=True) as conn:
-            target = conn.execute("SELECT * FROM users WHERE name = ? AND removed IS NULL", (name,)).fetchone()
-            if target is None:
-                raise StoreError(f"{self.path}: no user named {name!r}")
-            if acting is not None:
-                self._check_admin_change(conn, acting, name, loses_admin is not None and loses_admin(target))
+            target = self._changed_user(conn, name, acting, loses_admin)
             conn.execute(sql + " WHERE id = ?", (*args, target["id"]))
             if end_sessions:
                 conn.execute("DELETE FROM sessions WHERE user_id = ?", (target["id"],))
@@ -83,11 +90,7 @@ class Users(Database):
         so its id and name are never given out again and its annotations (which carry the name) stay its own."""
         name = normalize_name(name)
         with self.connect(write=True) as conn:
-            target = conn.execute("SELECT * FROM users WHERE name = ? AND removed IS NULL", (name,)).fetchone()
-            if target is None:
-                raise StoreError(f"{self.path}: no user named {name!r}")
-            if acting is not None:
-                self._check_admin_change(conn, acting, name, target["role"] == "admin" and not target["disabled"])
+            target = self._changed_user(conn, name, acting, lambda u: u["role"] == "admin" and not u["disabled"])
             conn.execute("UPDATE users SET removed = ?, disabled = 1, password_hash = '' WHERE id = ?", (now(), target["id"]))
             conn.execute("DELETE FROM sessions WHERE user_id = ?", (target["id"],))
             conn.execute("DELETE FROM api_tokens WHERE user_id = ?", (target["id"],))
