@@ -583,7 +583,7 @@ class Entry(NamedTuple):
     dataset: str
     split: str | None
     sample: Sample | None
-    index: int = -1
+    index: int = -1  # type: ignore[assignment]  # shadows tuple.index on purpose: the field's public name
 
 
 OnInvalid = Callable[[DataError], None]

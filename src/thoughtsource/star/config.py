@@ -19,6 +19,10 @@ from ..errors import ConfigError, validation_problems
 ReportTo = Literal["none", "tensorboard", "wandb", "mlflow", "trackio"]
 
 
+def _no_trackers() -> list[ReportTo]:
+    return ["none"]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -193,7 +197,7 @@ class StarConfig(_Strict):
     checkpoint_every: int = Field(
         100, ge=0, description="save the trainer state every K optimizer steps; a killed training resumes from it (0: never)")
     report_to: list[ReportTo] = Field(
-        default_factory=lambda: ["none"],
+        default_factory=_no_trackers,
         description="experiment trackers for training (the Trainer's report_to); OUT/metrics.jsonl is written always")
 
     @field_validator("report_to", mode="before")
