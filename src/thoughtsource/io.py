@@ -332,12 +332,6 @@ def parse_data(obj: Any, *, path: str | None = None, validate: bool = False, war
     return data
 
 
-def data_problems(data: Data) -> list[str]:
-    return [
-        f"{d}/{s}/{x.id}: {p}" for d, splits in data.items() for s, xs in splits.items() for x in xs for p in semantic_problems(x)
-    ]
-
-
 def load_json(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
     return parse_data(read_json(path), path=str(path), validate=validate)
 

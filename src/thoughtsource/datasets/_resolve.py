@@ -228,7 +228,6 @@ def resolve(
     data_dir: str | os.PathLike[str] | None = None,
     *,
     download_missing: bool = True,
-    include_optional: bool = True,
 ) -> dict[str, tuple[Path, str]]:
     """``{source name: (verified local path, sha256)}`` for the files the given splits need.
 
