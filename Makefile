@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint bench screenshots clean
+.PHONY: install demo test test-fast lint typecheck bench screenshots clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,13 @@ bench: install
 screenshots: install
 	THOUGHTSOURCE_DOCS_SCREENSHOTS=1 $(PY) -m pytest -q tests/web/test_browser.py
 
-lint: install
+## lint: mypy (typecheck), then ruff.
+lint: install typecheck
 	$(VENV)/bin/ruff check src tests benchmarks
+
+## typecheck: mypy with the pydantic plugin over src/thoughtsource ([tool.mypy] in pyproject.toml); CI runs it.
+typecheck: install
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) demo_out .pytest_cache

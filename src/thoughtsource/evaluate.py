@@ -380,14 +380,15 @@ class _Values:
 
     def __call__(self, value: Any) -> int:
         key = (type(value), value)
+        hashable = True
         try:
             code = self.index.get(key)
         except TypeError:  # unhashable: a code of its own
-            key, code = None, None
+            hashable, code = False, None
         if code is None:
             code = len(self.reps)
             self.reps.append(value)
-            if key is not None:
+            if hashable:
                 self.index[key] = code
         return code
 
@@ -419,8 +420,9 @@ class _Compact:
         self.values = _Values()
         self.answer = {k: array("i") for k in ("combination", "model", "sample_id", "cot_index")}
         self.truncated = array("b")
-        self.per_mode = {m: {"correct": array("b"), "no_answer": array("b"), "contradicts_thinking": array("b"),
-                             "f1": array("d"), "value": array("i")} for m in modes}
+        self.per_mode: dict[Mode, dict[str, array[Any]]] = {
+            m: {"correct": array("b"), "no_answer": array("b"), "contradicts_thinking": array("b"), "f1": array("d"),
+                "value": array("i")} for m in modes}
         self.cot = {k: array("i") for k in ("dataset", "split", "sample_id", "cot_index", "model")}
         self.cot_flags = {k: array("b") for k in ("reasoning_model", "truncated")}
         self.tokens = array("d")
@@ -499,14 +501,14 @@ class _Compact:
         flags = {k: np.asarray(v, dtype=bool) for k, v in self.cot_flags.items()}
         tokens, words = np.asarray(self.tokens, dtype=float), np.asarray(self.words, dtype=np.int64)
         self.cot.clear()
-        columns = ["dataset", "split", "sample_id", "cot_index", "model", "reasoning_model", "tokens", "words", "truncated"]
-        coded = pd.DataFrame({**cot, **flags, "tokens": tokens, "words": words})[columns]
+        cot_columns = ["dataset", "split", "sample_id", "cot_index", "model", "reasoning_model", "tokens", "words", "truncated"]
+        coded = pd.DataFrame({**cot, **flags, "tokens": tokens, "words": words})[cot_columns]
         if not len(tokens):
             return scored, coded, _lengths_frame([]), names, golds
         ids = np.asarray([q[2] for q in questions], dtype=object)
         strings = {k: np.asarray(names[k], dtype=object)[cot[k]] for k in ("dataset", "split", "model")}
         lengths = pd.DataFrame({**strings, "sample_id": ids[cot["sample_id"]], "cot_index": cot["cot_index"], **flags,
-                                "tokens": tokens, "words": words})[columns]
+                                "tokens": tokens, "words": words})[cot_columns]
         return scored, coded, lengths, names, golds
 
 
@@ -524,7 +526,7 @@ def _decode(table: pd.DataFrame, names: dict[str, list[Any]], columns: Sequence[
     if "combination" in columns:
         at = list(table.columns).index("combination")
         codes = table.pop("combination").to_numpy(dtype=np.int64)
-        fields = (list(zip(*[names["combination"][c] for c in codes], strict=True)) if len(codes)
+        fields: list[Sequence[Any]] = (list(zip(*[names["combination"][c] for c in codes], strict=True)) if len(codes)
                   else [[] for _ in COMBINATION])
         six = pd.DataFrame({k: pd.Series(v, index=table.index, dtype=object) for k, v in zip(COMBINATION, fields, strict=True)})
         table = pd.concat([table.iloc[:, :at], six, table.iloc[:, at:]], axis=1)
@@ -544,7 +546,7 @@ class _AnswersCsv:
         self.path = path
         self.parts = {m: path.with_name(f".{path.name}.{os.getpid()}.{m}.part") for m in modes}
         self.files = {m: open(p, "w", encoding="utf-8", newline="") for m, p in self.parts.items()}  # noqa: SIM115
-        self.rows: dict[str, list[tuple[Any, ...]]] = {m: [] for m in modes}
+        self.rows: dict[Mode, list[tuple[Any, ...]]] = {m: [] for m in modes}
         self.n = 0
 
     def add(self, meta: tuple[Any, ...], truncated: bool, stored: Any, scored: list[tuple[Extraction, bool, bool, float]]) -> None:
@@ -616,10 +618,11 @@ def _evaluate_compact(collection: SampleSource, modes: Sequence[Mode], mode: Mod
         written = table.close(keep=done) if table is not None else None
     answers, coded_lengths, lengths, names, golds = compact.frames()
     values = {code: answers.loc[answers["mode"] == code, "value"].to_numpy() for code in range(len(names["mode"]))}
-    combination = ("combination",)
-    accuracy = _decode(_accuracy_table(answers, combination), names)
-    majority = _decode(_majority_table(answers, values, golds, ks, compact.values.reps, combination), names)
-    sampling = _decode(sampling_table(answers, values, golds, ks, reps=compact.values.reps, combination=combination), names)
+    coded_combination = ("combination",)
+    accuracy = _decode(_accuracy_table(answers, coded_combination), names)
+    majority = _decode(_majority_table(answers, values, golds, ks, compact.values.reps, coded_combination), names)
+    sampling = _decode(sampling_table(answers, values, golds, ks, reps=compact.values.reps, combination=coded_combination),
+                       names)
     by_length = _decode(accuracy_by_length(answers, coded_lengths, on=("sample_id", "cot_index")), names, ("mode", "model"))
     return Evaluation(answers=None, accuracy=accuracy, majority=majority, mode=mode, sampling=sampling, lengths=lengths,
                       reasoning=reasoning_table(lengths), by_length=by_length, coded=answers, names=names,
@@ -855,12 +858,12 @@ def mean_over_datasets(accuracy: pd.DataFrame) -> pd.DataFrame:
 
 def _questions_by_mode(
     answers: pd.DataFrame,
-    values: dict[str, list[Any]],
+    values: dict[Any, Any],
     golds: Any,
     ks: Sequence[int] | None,
     reps: Sequence[Any] | None = None,
     combination: Sequence[str] = COMBINATION,
-) -> Iterator[tuple[str, list[int], list[tuple[tuple[Any, ...], list[Any], list[bool], str, Any]]]]:
+) -> Iterator[tuple[Any, list[int], list[tuple[tuple[Any, ...], list[Any], list[bool], str, Any]]]]:
     """Per answer mode with some question sampled more than once: the ks to report (``ks``, or the defaults plus
     the largest sample count) and every question as ``(combination key, answers in file order, their correctness,
     answer type, gold)``: what maj@k and pass@k are computed from.  ``golds``: ``(type, gold)`` by (dataset, split,
@@ -891,7 +894,7 @@ def _questions_by_mode(
 
 def _majority_table(
     answers: pd.DataFrame,
-    values: dict[str, Any],
+    values: dict[Any, Any],
     golds: Any,
     ks: Sequence[int] | None,
     reps: Sequence[Any] | None = None,
@@ -938,7 +941,7 @@ SAMPLING_COLUMNS = ["questions", "samples", "pass_at_k", "pass_ci_low", "pass_ci
 
 def sampling_table(
     answers: pd.DataFrame,
-    values: dict[str, Any],
+    values: dict[Any, Any],
     golds: Any,
     ks: Sequence[int] | None,
     *,

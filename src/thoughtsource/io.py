@@ -332,12 +332,6 @@ def parse_data(obj: Any, *, path: str | None = None, validate: bool = False, war
     return data
 
 
-def data_problems(data: Data) -> list[str]:
-    return [
-        f"{d}/{s}/{x.id}: {p}" for d, splits in data.items() for s, xs in splits.items() for x in xs for p in semantic_problems(x)
-    ]
-
-
 def load_json(path: str | os.PathLike[str], *, validate: bool = False) -> Data:
     return parse_data(read_json(path), path=str(path), validate=validate)
 
@@ -583,7 +577,7 @@ class Entry(NamedTuple):
     dataset: str
     split: str | None
     sample: Sample | None
-    index: int = -1
+    index: int = -1  # type: ignore[assignment]  # shadows tuple.index on purpose: the field's public name
 
 
 OnInvalid = Callable[[DataError], None]

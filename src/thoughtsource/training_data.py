@@ -560,9 +560,9 @@ def _step_records(src: Sources, data: Any, models: Sequence[str], left_out: Coun
     else:
         rows, final = [], []
         for _, c in src.collections:
-            r, f = rows_from_collection(c)
-            rows += r
-            final += f
+            c_rows, c_final = rows_from_collection(c)
+            rows += c_rows
+            final += c_final
     records, unresolved = prm_records(data, rows, final)
     if not records and not unresolved:
         from .web.db import STEP_KEY
@@ -659,7 +659,8 @@ def prm800k_records(src: Sources, **kw: Any) -> list[dict[str, Any]]:
     return out
 
 
-BUILDERS = {
+#: each builder takes the Sources and keyword options (``models``, ``left_out``, ...) and gives the records
+BUILDERS: dict[str, Callable[..., Iterable[dict[str, Any]]]] = {
     "sft": sft_records,
     "messages": messages_records,
     "preference": preference_records,
@@ -725,7 +726,7 @@ def export(
             split_counts[_record_split(format, r)] += 1
             yield r
 
-    filters = {"models": list(models) or "all", "star_iteration": iteration if src.star_runs else None,
+    filters: dict[str, Any] = {"models": list(models) or "all", "star_iteration": iteration if src.star_runs else None,
                "test/validation splits": "included" if include_eval_splits else "left out"}
     if format in ("sft", "messages"):
         filters["cots"] = "all" if all_cots else "correct only"

@@ -11,7 +11,7 @@ import pytest
 from thoughtsource.errors import ConfigError, UnknownNameError
 from thoughtsource.star.tasks import TASKS, get_task, task_class, task_option_types
 from thoughtsource.star.tasks.arithmetic import ArithmeticTask, scratchpad
-from thoughtsource.star.tasks.from_dataset import CommonsenseQaTask, DatasetOptions, DatasetTask, Gsm8kTask, task_for
+from thoughtsource.star.tasks.from_dataset import CommonsenseQaTask, DatasetOptions, DatasetTask, Gsm8kTask
 
 FIGURE_3 = """<scratch>
 6 2 4 + 2 5 9 , C: 0
@@ -120,8 +120,7 @@ def test_an_unknown_task_lists_each_name_once() -> None:
 def test_dataset_task_from_options_or_keywords_is_the_same_task(shared_data: Path) -> None:
     keywords = {"data_dir": str(shared_data), "n_train": 6, "n_test": 4, "n_dev": 2, "exemplar_seed": 7}
     from_options = DatasetTask(DatasetOptions(dataset="svamp", **keywords))
-    tasks = [DatasetTask("svamp", **keywords), DatasetTask(dataset="svamp", **keywords), task_for("svamp", **keywords),
-             get_task("svamp", **keywords)]
+    tasks = [DatasetTask("svamp", **keywords), DatasetTask(dataset="svamp", **keywords), get_task("svamp", **keywords)]
     for t in tasks:
         assert t.options == from_options.options
         for split in ("train", "dev", "test"):

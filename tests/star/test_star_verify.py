@@ -407,9 +407,9 @@ def test_true_verbal_statements_pass(statement: str) -> None:
 
 
 def _word_problems(shared_data: Path, name: str) -> tuple[Task, list[Problem]]:
-    from thoughtsource.star.tasks.from_dataset import task_for
+    from thoughtsource.star.tasks.from_dataset import DatasetTask
 
-    task = task_for(name, data_dir=str(shared_data))
+    task = DatasetTask(name, data_dir=str(shared_data))
     splits = task._collection_splits()
     return task, [task._problem(s, split) for split, samples in splits.items() for s in samples if s.cot]
 

@@ -43,7 +43,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -52,6 +52,15 @@ from ..listen import MODEL_SERVER_PORT, bind
 from .base import Backend, Completion, Request
 
 log = logging.getLogger(__name__)
+
+
+class _StreamingBackend(Backend, Protocol):
+    """A backend whose ``streams_tokens`` is true (:class:`~.transformers_local.TransformersBackend`): it takes
+    per-request token sinks and decodes generated ids."""
+
+    async def complete(self, requests: list[Request], sinks: Any = None) -> list[Completion]: ...
+
+    def decode_generated(self, ids: list[int]) -> str: ...
 
 #: parameters OpenAI clients may send that this server does not implement: refused (400) unless they carry the
 #: value that means "not used"
@@ -105,8 +114,9 @@ class _Common(BaseModel):
         }
 
     def unsupported(self) -> str | None:
+        extra = self.model_extra or {}
         for name, unused in UNSUPPORTED.items():
-            if name in (self.model_extra or {}) and self.model_extra[name] not in unused:
+            if name in extra and extra[name] not in unused:
                 return name
         return None
 
@@ -334,7 +344,7 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
 
     async def run(requests: list[Request], echo_only: bool, sinks: list[Any] | None = None) -> list[Completion]:
         try:
-            out = await (backend.complete(requests, sinks=sinks) if sinks else backend.complete(requests))
+            out = await (cast(_StreamingBackend, backend).complete(requests, sinks=sinks) if sinks else backend.complete(requests))
         except BackendError as e:
             log.warning("generation failed: %s", e)
             status = e.status if e.status in (400, 429) else 500
@@ -421,14 +431,14 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             return chunk([{"index": i, "text": text, "logprobs": None, "finish_reason": None}])
 
         def last(i: int, c: Completion, extra: dict[str, Any]) -> str:
-            body_key = {"delta": {}} if kind == "chat" else {"text": ""}
+            body_key: dict[str, Any] = {"delta": {}} if kind == "chat" else {"text": ""}
             return chunk([{"index": i, **body_key, **extra, "finish_reason": c.finish_reason or "stop"}])
 
         async def events() -> AsyncIterator[str]:
             loop = asyncio.get_running_loop()
             queue: asyncio.Queue[tuple[int, str] | None] = asyncio.Queue()
             left = threading.Event()  # the client disconnected: every row of this response stops
-            texts = [_TextStream(backend.decode_generated, r.stop) for r in requests] if live(echo_only) else []
+            texts = [_TextStream(cast(_StreamingBackend, backend).decode_generated, r.stop) for r in requests] if live(echo_only) else []
 
             def sink(i: int) -> Any:
                 def on_token(token: int) -> bool:  # in the generating thread

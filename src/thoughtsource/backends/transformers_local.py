@@ -216,7 +216,7 @@ class TransformersBackend:
             fingerprint = self._compute_fingerprint()
             if self._owns_model:  # files on disk do not change under us; a caller's model may be trained in place
                 self._fingerprint = fingerprint
-        identity = {"backend": self.name, "model": self.options.model, "weights": fingerprint}
+        identity: dict[str, Any] = {"backend": self.name, "model": self.options.model, "weights": fingerprint}
         if self.options.think_tags is not None:  # the stored text is split: another key than the plain text
             identity["think_tags"] = list(self.options.think_tags)
         return identity

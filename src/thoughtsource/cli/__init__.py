@@ -132,6 +132,7 @@ def _aborted() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: runs the app and turns errors into exit codes (see the module docstring)."""
+    aborts: tuple[type[BaseException], ...] = (typer.Abort, *_click_types("Abort"))
     try:
         rv = typer.main.get_command(app).main(args=argv, prog_name="thoughtsource", standalone_mode=False)
     except ThoughtSourceError as e:
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
         if _state["debug"]:
             raise
         sys.exit(_usage_error(e))
-    except (typer.Abort, *_click_types("Abort")):
+    except aborts:
         _aborted()
     # typer returns the code of an Exit it caught (130 for a KeyboardInterrupt) instead of raising it
     if isinstance(rv, int) and not isinstance(rv, bool):

@@ -6,12 +6,16 @@ Results (tables, the comparison) go to stdout (``typer.echo``); notes about file
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ..console import console, print_json
 from ..io import check_out
 from .evaluate import ModeOption
+
+if TYPE_CHECKING:
+    from ..answers import Mode
 
 app = typer.Typer(help="Work with several runs: compare, merge, evaluate a folder, prompts, outliers.", no_args_is_help=True)
 
@@ -155,7 +159,7 @@ def best(
     from ..io import FileSamples
     from ..reporting.runs import accuracy_pivot, best_cells, highlight_best
 
-    mode = "flexible" if flexible else "strict"  # the file read a sample at a time, scored without a per-answer table
+    mode: Mode = "flexible" if flexible else "strict"  # the file read a sample at a time, scored without a per-answer table
     table = accuracy_pivot(evaluate_frame(FileSamples(Path(file)), modes=(mode,), mode=mode, keep_answers=False).accuracy)
     if as_json:
         best = sorted(best_cells(table), key=str)
@@ -188,7 +192,7 @@ def chain(
     check_out(out)
     cfg = read_yaml_mapping(config, "a mapping of generate-config fields") if config else {}
     cfg.update({k: v for k, v in {"backend": backend, "model": model}.items() if v is not None})
-    kwargs = {"target": chains.Target(author=author)} if kind in ("extract", "reflect") else {}
+    kwargs: dict[str, Any] = {"target": chains.Target(author=author)} if kind in ("extract", "reflect") else {}
     c = Collection.load(file)
     report = runs[kind](c, cfg, store=str(db) if db else None, **kwargs)
     c.dump(out)

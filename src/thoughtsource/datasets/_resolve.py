@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from .. import paths
 from ..console import progress
@@ -95,7 +96,7 @@ def _verified_path() -> Path:
     return paths.cache_dir("raw") / "verified.json"
 
 
-def _load_verified() -> dict[str, dict[str, object]]:
+def _load_verified() -> dict[str, dict[str, Any]]:
     p = _verified_path()
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -227,7 +228,6 @@ def resolve(
     data_dir: str | os.PathLike[str] | None = None,
     *,
     download_missing: bool = True,
-    include_optional: bool = True,
 ) -> dict[str, tuple[Path, str]]:
     """``{source name: (verified local path, sha256)}`` for the files the given splits need.
 

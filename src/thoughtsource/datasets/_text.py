@@ -94,7 +94,9 @@ def _plain_cut(line: str) -> list[str] | None:
     if len(plain) != len(candidates):
         return None
     for m in plain:
-        word = re.match(r"[A-Za-z]+", m.group(0)).group(0).lower()
+        letters = re.match(r"[A-Za-z]+", m.group(0))
+        assert letters is not None  # a _PLAIN_BOUNDARY match starts with 3+ letters
+        word = letters.group(0).lower()
         if word in _ABBREVIATIONS:
             return None
     return [p for p in (x.strip() for x in _BOUNDARY.sub(lambda m: m.group(1) + "\n", line).split("\n")) if p]

@@ -47,7 +47,7 @@ def build_subset(
         raise ValueError("n must be at least 1")
     explicit = names is not None
     data: Data = {}
-    for name in list(names) if explicit else all_names():
+    for name in list(names) if names is not None else all_names():
         present = available_splits(name, data_dir)
         candidates = [split] if split else [s for s in SPLIT_PREFERENCE if s in spec(name).splits]
         candidates = [s for s in candidates if s in present]

@@ -184,7 +184,8 @@ def _run_chain(
 
 
 def _targets(collection: SampleSource, target: Target) -> tuple[list[tuple[str, str, Sample, GeneratedCot]], list[str]]:
-    found, skipped = [], []
+    found: list[tuple[str, str, Sample, GeneratedCot]] = []
+    skipped: list[str] = []
     for d, s, sample in collection.samples():
         mine = [c for c in sample.generated_cot if target.matches(c)]
         if not mine:
@@ -304,6 +305,7 @@ def self_reflect(
         units = []
         for d, s, sample, cot in found:
             answer = next(a for a in cot.answers if a.answer and a.answer.strip())
+            assert answer.answer is not None  # picked for a non-empty answer
             extraction = answer.answer_extraction if answer.answer_extraction in fragments.answer_extractions else \
                 resolve_extraction(AUTO, sample, fragments)
             values = {**_values(sample, fragments, None, cot.cot_trigger if cot.cot_trigger in fragments.cot_triggers else None),

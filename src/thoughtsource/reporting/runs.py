@@ -112,8 +112,9 @@ def compare_runs(
 
     frames = []
     for run in (a, b):
-        result = evaluate_frame(_collection(run), modes=(mode,), mode=mode)
-        frames.append(result.answers[result.answers["mode"] == mode])
+        answers = evaluate_frame(_collection(run), modes=(mode,), mode=mode).answers
+        assert answers is not None  # kept: no answers_csv, keep_answers=True
+        frames.append(answers[answers["mode"] == mode])
     keys = SAMPLE_KEY if (select_a or select_b) else SAMPLE_KEY + COMBINATION_KEY
     left = _first_answers(frames[0], keys, select_a)
     right = _first_answers(frames[1], keys, select_b)

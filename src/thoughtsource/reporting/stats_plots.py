@@ -169,8 +169,8 @@ def plot_overlap(report: StatsReport, metric: str = "overlap_coefficient", field
             shown = np.ma.masked_array(m, mask=mask | np.isnan(m))
             image = ax.imshow(shown, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
             size = 7 if k > 12 else 8
-            for a in np.flatnonzero(empty):
-                ax.text(a, a, "n/a", ha="center", va="center", fontsize=size, color="#555555")
+            for d in np.flatnonzero(empty):
+                ax.text(d, d, "n/a", ha="center", va="center", fontsize=size, color="#555555")
             for a in range(k):
                 for b in range(a + 1):
                     v = m[a, b]

@@ -19,6 +19,10 @@ from ..errors import ConfigError, validation_problems
 ReportTo = Literal["none", "tensorboard", "wandb", "mlflow", "trackio"]
 
 
+def _no_trackers() -> list[ReportTo]:
+    return ["none"]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -195,7 +199,7 @@ class StarConfig(_Strict):
     checkpoint_every: int = Field(
         100, ge=0, description="Save the trainer state every K optimizer steps, so a killed training resumes there (0: never).")
     report_to: list[ReportTo] = Field(
-        default_factory=lambda: ["none"],
+        default_factory=_no_trackers,
         description="Training trackers: tensorboard, wandb, mlflow, trackio or none (comma-separated); OUT/metrics.jsonl is written "
                     "always.")
 

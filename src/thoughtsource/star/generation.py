@@ -132,12 +132,14 @@ class Generator:
         t0 = time.perf_counter()
 
         with progress("tok/s", enabled=self.show_progress) as bar:
-            task = bar.add_task(description, total=len(missing), **{"tok/s": ""})
+            no_rate: dict[str, Any] = {"tok/s": ""}  # a field whose name is no keyword
+            task = bar.add_task(description, total=len(missing), **no_rate)
 
             def tick() -> None:
                 elapsed = time.perf_counter() - t0
                 bar.advance(task, 1)
-                bar.update(task, **{"tok/s": f"{runner.generated_tokens / elapsed:.0f}" if elapsed else ""})
+                rate: dict[str, Any] = {"tok/s": f"{runner.generated_tokens / elapsed:.0f}" if elapsed else ""}
+                bar.update(task, **rate)
 
             # the store records the engine's name; with the store off nothing is kept
             runner = Runner(backend, self.store if self.store is not None else NoStore(), self.identity,

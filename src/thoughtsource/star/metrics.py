@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import dist
 from .artifacts import write
@@ -99,7 +99,7 @@ def iteration_metrics(cfg: StarConfig, task: Task, results: IterationResults) ->
                       "rationalization_correct_vs_gold": gold_rat})
         if gen and task.groups(train[0]) is not None:
             by_g: dict[str, list[int]] = {}
-            gmap = {p.id: task.groups(p) for p in train}
+            gmap = {p.id: cast(str, task.groups(p)) for p in train}  # a task groups all its problems or none
             rmap = {r["id"]: r["correct"] for r in (rat or {"rows": []})["rows"]}
             for r in gen["rows"]:
                 v = by_g.setdefault(gmap[r["id"]], [0, 0, 0])

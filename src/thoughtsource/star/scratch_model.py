@@ -193,7 +193,7 @@ def build_model(arch: Architecture, tokenizer: Any, seed: int) -> Any:
         num_attention_heads=arch.heads,
         num_key_value_heads=arch.kv_heads or arch.heads,
         max_position_embeddings=arch.max_positions,
-        rope_theta=arch.rope_theta,
+        rope_theta=arch.rope_theta,  # type: ignore[call-arg]  # transformers 5 takes it and moves it into rope_parameters
         no_rope_layers=[1 if arch.positions == "rope" else 0] * arch.layers,  # 0: this layer has no rotary embedding
         use_sliding_window=False,
         tie_word_embeddings=True,

@@ -48,7 +48,9 @@ def run_seeds(cfg: StarConfig, out: str | Path, seeds: Sequence[int], *, resume:
     """Run ``cfg`` once per seed into ``OUT/seed_<s>/`` (sequentially; ``resume`` continues each),
     then write and return the aggregate.  ``runner`` defaults to :func:`.loop.run_star`."""
     if runner is None:
-        from .loop import run_star as runner
+        from .loop import run_star
+
+        runner = run_star
     out = Path(out)
     summaries: dict[int, dict[str, Any]] = {}
     for s in seeds:

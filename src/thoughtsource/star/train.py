@@ -285,15 +285,15 @@ def train(
         if checkpoint is not None:
             save_gathered(trainer, tok, cfg, base_model, Path(checkpoint))
         return None, tok, stats
-    model = trainer.model
+    trained: Any = trainer.model  # transformers types it Module | None; with LoRA a peft model
     if cfg.lora.enabled:
-        model = model.merge_and_unload()
-    model.eval()
+        trained = trained.merge_and_unload()
+    trained.eval()
     if checkpoint is not None:
         if dist_is_main():  # every rank holds the same model: one writes it
-            save_checkpoint(model, tok, checkpoint)
+            save_checkpoint(trained, tok, checkpoint)
         dist_barrier()
-    return model, tok, stats
+    return trained, tok, stats
 
 
 def is_sharded(trainer: Any) -> bool:

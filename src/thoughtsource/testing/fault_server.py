@@ -302,7 +302,7 @@ class FaultServer:
                 reply = await self._respond(request.method.decode(), request.target.decode(), bytes(body), seen)
                 if reply is None:  # dropped: close without a response
                     return
-                if reply == "reset":  # RST instead of FIN: SO_LINGER with a zero timeout, then close
+                if isinstance(reply, str):  # "reset": RST instead of FIN: SO_LINGER with a zero timeout, then close
                     sock = writer.get_extra_info("socket")
                     if sock is not None:
                         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -356,7 +356,7 @@ class FaultServer:
 
     async def _respond(
         self, method: str, target: str, raw: bytes, headers: dict[str, str]
-    ) -> tuple[int, list[tuple[str, str]], bytes] | str | None:
+    ) -> tuple[int, list[tuple[str, str]], bytes] | Literal["reset"] | None:
         path = target.split("?", 1)[0].rstrip("/")
         c = self.config
         if method == "GET" and path == "/v1/models":
@@ -480,7 +480,11 @@ def main(argv: list[str] | None = None) -> None:
     server = FaultServer(config, host=args.host, port=args.port).start()
     print(server.base_url, flush=True)
     if args.until_stdin_closes:
-        threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+        def read_then_stop() -> None:
+            sys.stdin.read()
+            stop.set()
+
+        threading.Thread(target=read_then_stop, daemon=True).start()
     try:
         while not stop.wait(0.5):
             pass

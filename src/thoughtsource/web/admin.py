@@ -203,7 +203,7 @@ def adjudicate(request: Request, user: CurrentUser, data: Data, db: DB, settings
         ok = (isinstance(steps, list) and len(steps) <= n and set(parsed) <= {"labels", "first_error"}
               and all(v is None or (type(v) is int and v in STEP_VALUES) for v in steps)
               and (first is None or (type(first) is int and 0 <= first < n)))
-        if not ok:
+        if not ok or not isinstance(steps, list):  # isinstance: ok says so; for the type checker
             raise BadFinalValue(f"step labels are {{\"labels\": [1|0|-1|null, ...] (at most {n}, one per step), "
                                 "\"first_error\": a step number or null}")
         parsed = {"labels": steps, "first_error": first}

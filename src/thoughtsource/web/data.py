@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..collection import Collection
 from ..errors import ThoughtSourceError
@@ -373,6 +373,7 @@ def prm_records(data: CotLookup, rows: Iterable[AnnotationRow], final: Iterable[
         except NotFound:
             continue
         labelled = sorted(by_cot.get(ref, []), key=lambda r: r.annotator)
+        chosen: list[tuple[Any, list[str], str | None]]
         if all_annotators:
             chosen = [(r.value, [r.annotator], None) for r in labelled]
         elif ref in adjudicated:

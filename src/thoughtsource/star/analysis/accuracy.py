@@ -15,6 +15,7 @@ A run is its ``metrics.json`` summary ``{"config": ..., "iterations": [...]}``; 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -160,7 +161,7 @@ def group_key(g: str) -> tuple[int, str]:
 LEARNT_SHARE = 0.9
 
 
-def learnt_range(dev_correct_by_group: dict[str, list[int] | tuple[int, int]], k: int, *, share: float = LEARNT_SHARE,
+def learnt_range(dev_correct_by_group: Mapping[str, list[int] | tuple[int, int]], k: int, *, share: float = LEARNT_SHARE,
                  lo: int = 1) -> bool:
     """Whether the base learnt what it was taught: dev accuracy >= ``share`` at every digit count lo..k
     with enough problems to tell (n >= 10; the one-digit dev set can be smaller)."""

@@ -199,9 +199,9 @@ def report(root: str | Path, *, reference: str = "star", min_n: int = MIN_N, nee
         seeds[str(seed)] = out
     bases = {}
     for seed in runs:
-        info = root / f"base_{seed}" / "thoughtsource_base.json"
-        if info.is_file():
-            b = read_json(info)
+        base_file = root / f"base_{seed}" / "thoughtsource_base.json"
+        if base_file.is_file():
+            b = read_json(base_file)
             bases[str(seed)] = {"k": b["k"], "dev_correct_by_group": b["dev_correct_by_group"],
                                 "learnt_range": learnt_range(b["dev_correct_by_group"], int(b["k"]))}
     learnt = [ok for seed, ok in verdicts.items() if bases.get(str(seed), {}).get("learnt_range", True)]

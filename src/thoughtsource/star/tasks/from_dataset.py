@@ -358,10 +358,6 @@ RATIONALE_CHECKS: dict[str, Callable[[DatasetTask, Problem, str], str | None]] =
 SUPPORTED_TYPES = tuple(RATIONALE_CHECKS)
 
 
-def task_for(dataset: str, **options: Any) -> DatasetTask:
-    return DatasetTask(DatasetTask.options_for(dataset, **options))
-
-
 class Gsm8kTask(DatasetTask):
     name: ClassVar[str] = "gsm8k"
     default_max_new_tokens: ClassVar[int] = 256
