@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from pathlib import Path
 
 import platformdirs
@@ -52,3 +54,27 @@ def _not_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     from thoughtsource import console
 
     monkeypatch.setitem(console._quiet, "on", False)
+
+
+def _reopen_closed_log_streams() -> None:
+    """Point every logging StreamHandler whose stream (or bound ``flush``) was closed at the current ``sys.stderr``."""
+    loggers = [logging.getLogger(), *(x for x in logging.Logger.manager.loggerDict.values() if isinstance(x, logging.Logger))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if not isinstance(handler, logging.StreamHandler):
+                continue
+            if getattr(handler.stream, "closed", False):
+                handler.stream = sys.stderr  # not setStream: it flushes the closed stream first
+            flush = vars(handler).get("flush")  # transformers binds its handler's flush to the sys.stderr of the time
+            if flush is not None and getattr(getattr(flush, "__self__", None), "closed", False):
+                del handler.flush
+
+
+@pytest.fixture(autouse=True)
+def _open_log_streams() -> None:
+    """No log handler writes to a closed stream: a library that first sets up its logging during a CLI run in process
+    (transformers' StreamHandler, made while CliRunner's capture was sys.stderr) keeps that stream after the run closes
+    it, and a later test that logs through it got Python's "--- Logging error ---" traceback on its stderr (a damaged
+    star config's one error line came with 20 lines of it, in one test order)."""
+    _reopen_closed_log_streams()
+
