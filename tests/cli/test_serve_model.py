@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from thoughtsource.backends.openai_compat import OpenAIOptions
 from thoughtsource.listen import MODEL_SERVER_PORT
 
@@ -43,5 +44,5 @@ def test_the_openai_backend_defaults_to_serve_models_port() -> None:
 def test_version() -> None:
     import importlib.metadata
 
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "--version"], capture_output=True, text=True, timeout=120)
+    p = run_cli("--version")
     assert p.returncode == 0 and p.stdout == f"thoughtsource {importlib.metadata.version('thoughtsource')}\n" and p.stderr == ""

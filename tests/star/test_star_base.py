@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli_in_process import run_cli
+
 pytest.importorskip("transformers")
 pytest.importorskip("torch")
 
@@ -37,11 +39,8 @@ TINY = {
 }
 
 
-def _cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(*args, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 @pytest.fixture(scope="module")
