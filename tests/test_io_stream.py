@@ -39,6 +39,7 @@ def _run(*args: str) -> tuple[int, str, str]:
     return p.returncode, p.stdout, p.stderr
 
 
+@pytest.mark.slow
 def test_streaming_commands_match_in_memory_on_every_real_file(examples_dir: Path, tmp_path: Path):
     """info --json, validate --json, convert to JSON / JSONL (byte for byte) and Parquet (sample for sample), and
     iter_samples, against Collection.load on each file of thoughtsource_examples; files the in-memory reader refuses

@@ -36,6 +36,7 @@ def test_sources_that_pass_and_that_are_refused(tmp_path: Path) -> None:
         assert str(e.value).startswith(source)
 
 
+@pytest.mark.slow
 def test_load_model_turns_transformers_errors_into_one_line(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     (tmp_path / "bad").mkdir()

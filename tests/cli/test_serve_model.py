@@ -15,6 +15,7 @@ from thoughtsource.backends.openai_compat import OpenAIOptions
 from thoughtsource.listen import MODEL_SERVER_PORT
 
 
+@pytest.mark.slow
 def test_a_model_that_cannot_load_fails_serve_model_at_start(tmp_path: Path) -> None:
     """It used to report 'serving' and answer 500 to every request; now: one error line and exit 1, never 'serving'."""
     pytest.importorskip("fastapi")

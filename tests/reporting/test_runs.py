@@ -253,6 +253,7 @@ def test_cli_merge_streams_and_reports(examples_dir: Path, tmp_path: Path) -> No
     assert not (tmp_path / "m.json").exists()
 
 
+@pytest.mark.slow
 def test_merge_finishes_under_a_memory_cap_the_loaded_merge_exceeds(examples_dir: Path, tmp_path: Path) -> None:
     """Two 40 MB runs of the same 9,564 samples (the released GPT-3.5 run's, new ids), so that every sample of the
     second is merged into the first's, are merged by ``runs merge`` under RLIMIT_AS of 300 MB; the loaded merge

@@ -259,6 +259,7 @@ def test_blind_aliases_work_for_saving_and_reading_and_gold_can_be_shown(make_ap
 
 
 # --------------------------------------------------------------------------- 3. two admins at once
+@pytest.mark.slow
 def test_two_admins_demoting_each_other_at_once_always_leave_an_admin(make_app) -> None:
     """30 trials: both admins post "make the other an annotator" at the same moment.  The check ran outside the
     write: 18 of 30 left no admin.  Now it runs inside the transaction: one change wins, the other is refused."""
@@ -405,6 +406,7 @@ def test_a_foreign_host_header_is_refused(make_app) -> None:
 
 
 # --------------------------------------------------------------------------- 6. login fairness under a flood
+@pytest.mark.slow
 def test_forty_addresses_guessing_one_name_do_not_stall_another_users_login(make_app, monkeypatch) -> None:
     """40 addresses each send a wrong password for one name.  With a queue per address taken in turn, alice's right
     password waited for one check of each of them (20-22 s).  Counted, not timed: the attackers' checks are held
