@@ -203,6 +203,7 @@ def test_wrong_tries_from_ten_addresses_do_not_lock_the_real_user_out(make_app, 
     assert len(checked) == 100 + 2 + 3
 
 
+@pytest.mark.slow
 def test_a_client_past_its_password_queue_bound_gets_503_and_another_still_logs_in(make_app, monkeypatch) -> None:
     """Queued checks are bounded per client address: past the bound that address gets 503 at once (nothing queued),
     while a log-in from another address is still queued and succeeds.  (Bound 3 here; serve's is 64.)"""

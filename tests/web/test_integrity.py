@@ -63,6 +63,7 @@ def _upload(client: httpx.Client, csrf: str, path: Path) -> str:
 
 
 # --------------------------------------------------------------------------- 1. stable CoT identity
+@pytest.mark.slow
 def test_labels_stay_on_their_cots_when_a_restart_reloads_two_uploads(make_app, served, tmp_path) -> None:
     """z_first_run.json then a_second_run.json each add an id-less CoT to the same 20 samples; alice labels the
     first upload's CoTs; after a restart the labels were on the second upload's CoTs (20 of 20) and the export
