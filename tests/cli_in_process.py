@@ -25,11 +25,11 @@ from pathlib import Path
 @contextlib.contextmanager
 def _fresh_process_state(argv: list[str]) -> Iterator[None]:
     """What a new ``python -m thoughtsource`` starts with, and the test process's own state back afterwards (logging,
-    the console's quiet flag, ``--debug``, ``sys.argv``, torch's CPU threads)."""
+    the console's quiet flag, ``--debug``, ``sys.argv``, the environment, torch's CPU threads)."""
     from thoughtsource import cli, console
 
     root, package = logging.getLogger(), logging.getLogger("thoughtsource")
-    saved = (root.handlers[:], root.level, package.level, dict(console._quiet), dict(cli._state), sys.argv)
+    saved = (root.handlers[:], root.level, package.level, dict(console._quiet), dict(cli._state), sys.argv, dict(os.environ))
     console._quiet["on"] = False
     cli._state["debug"] = False
     sys.argv = [str(Path(cli.__file__).parents[1] / "__main__.py"), *argv]  # as `python -m thoughtsource ARGS` has it
@@ -45,6 +45,9 @@ def _fresh_process_state(argv: list[str]) -> Iterator[None]:
         console._quiet.update(saved[3])
         cli._state.update(saved[4])
         sys.argv = saved[5]
+        if dict(os.environ) != saved[6]:  # a command that sets a variable (star's TENSORBOARD_LOGGING_DIR) for its run
+            os.environ.clear()
+            os.environ.update(saved[6])
 
 
 def run_cli(

@@ -214,6 +214,7 @@ def _real_runs(examples_dir: Path) -> list[Path]:
     return sorted((examples_dir / "model_runs").glob("*.json")) + sorted((examples_dir / "annotated").glob("*.json"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "jsonl"])
 def test_streamed_merge_writes_what_the_loaded_merge_writes(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
     """``runs merge`` reads each file a sample at a time into an on-disk index (issue 33): the file it writes is the

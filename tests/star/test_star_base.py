@@ -163,7 +163,6 @@ def test_bad_recipes_are_one_clear_error(tmp_path: Path) -> None:
         build_base(BaseConfig.from_dict(TINY), tmp_path / "f")
 
 
-@pytest.mark.slow
 def test_star_run_takes_the_base_folder(tiny_base: Path, tmp_path: Path) -> None:
     """A STaR iteration from the folder: generation, rationalization, training from it, evaluation per digit count."""
     run = {
@@ -187,7 +186,6 @@ def test_star_run_takes_the_base_folder(tiny_base: Path, tmp_path: Path) -> None
     assert all(pr.startswith("Input:\n") and pr.endswith("\nTarget:\n") for pr in prompts)  # zero-shot
 
 
-@pytest.mark.slow
 def test_generate_takes_the_base_folder(tiny_base: Path, tmp_path: Path) -> None:
     from thoughtsource import Collection
 
