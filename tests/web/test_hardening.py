@@ -140,7 +140,6 @@ def _guess(base: str, name: str, password: str, headers: dict[str, str] | None =
                       headers=headers or {}).status_code
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("trusted", [False, True])
 def test_x_forwarded_for_is_trusted_only_from_forwarded_allow_ips(make_app, counted, trusted: bool) -> None:
     """uvicorn trusted X-Forwarded-For from loopback by default: a new header on each try, and all 40 wrong passwords
@@ -203,7 +202,6 @@ def test_wrong_tries_from_ten_addresses_do_not_lock_the_real_user_out(make_app, 
     assert len(checked) == 100 + 2 + 3
 
 
-@pytest.mark.slow
 def test_a_client_past_its_password_queue_bound_gets_503_and_another_still_logs_in(make_app, monkeypatch) -> None:
     """Queued checks are bounded per client address: past the bound that address gets 503 at once (nothing queued),
     while a log-in from another address is still queued and succeeds.  (Bound 3 here; serve's is 64.)"""
