@@ -235,7 +235,6 @@ def test_cli_generate_from_a_registered_dataset(shared_data: Path, tmp_path: Pat
         assert ours[0]["prompt_text"].endswith(f"{x['question'].strip()}\n\nAnswer: Let's think step by step.")
 
 
-@pytest.mark.slow
 def test_dry_run_loads_no_model(examples_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """--dry-run counted calls by loading the model for its weights fingerprint (65 s for a hub model); now it loads
     none: a model only the hub has (not downloadable here) is not even looked for, and the report says the store was
