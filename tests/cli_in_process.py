@@ -50,6 +50,17 @@ def _fresh_process_state(argv: list[str]) -> Iterator[None]:
             os.environ.update(saved[6])
 
 
+@contextlib.contextmanager
+def _chdir(path: str | Path) -> Iterator[None]:
+    """``contextlib.chdir`` (Python 3.11) for Python 3.10 as well."""
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
 def run_cli(
     *args: str | Path,
     env: Mapping[str, str] | None = None,
@@ -71,7 +82,7 @@ def run_cli(
     code = 0
     with contextlib.ExitStack() as stack:
         if cwd is not None:
-            stack.enter_context(contextlib.chdir(cwd))
+            stack.enter_context(_chdir(cwd))
         stack.enter_context(_fresh_process_state(argv))
         out, err, _ = stack.enter_context(CliRunner().isolation(input=input, env=overrides))
         try:
