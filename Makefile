@@ -29,8 +29,10 @@ demo: install
 test: install
 	$(PY) -m pytest -q
 
+## test-fast: the fast tier (no `slow`, no `browser` tests), under 4 minutes on a 2-core machine (docs/benchmarks.md);
+## the 10 slowest tests are listed: one past ~5 s belongs under @pytest.mark.slow.
 test-fast: install
-	$(PY) -m pytest -q -m "not slow and not browser"
+	$(PY) -m pytest -q -m "not slow and not browser" --durations=10
 
 ## bench: generation throughput against the local fault server (prints the ratio to the seed's pattern).
 bench: install

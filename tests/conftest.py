@@ -38,6 +38,18 @@ def examples_dir(shared_data: Path) -> Path:
     return d
 
 
+@pytest.fixture(scope="session")
+def embedded_model() -> tuple:
+    """(model, tokenizer) of the embedded SmolLM2, loaded once per session for every test that generates with it
+    (wrap it with ``TransformersBackend.from_loaded``).  Tests that load the model by name, where loading is the
+    point, load it themselves."""
+    pytest.importorskip("transformers")
+    from thoughtsource.embedded import load_model
+
+    model, tok = load_model("embedded")
+    return model.eval(), tok
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test gets its own THOUGHTSOURCE_HOME (db, secrets), never the user's.  Converted datasets and models

@@ -77,6 +77,7 @@ def test_streamed_evaluate_equals_in_memory_on_every_real_run(examples_dir: Path
         _assert_same(evaluate_frame(Collection.load(f)), evaluate_frame(FileSamples(f)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "parquet"])
 def test_streamed_self_consistency_equals_in_memory(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
     """maj@k and pass@k score each question against its gold: over a re-read file the samples are new objects whose
@@ -121,6 +122,7 @@ def test_compact_evaluate_equals_the_per_answer_one_on_every_real_run(examples_d
     assert compared >= 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "parquet"])
 def test_compact_self_consistency_equals_the_per_answer_one(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
     """maj@k and pass@k from value codes and per-question golds: the same tables as from the answers' values."""
@@ -165,6 +167,7 @@ def _outputs(folder: Path) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 def test_cli_streamed_evaluate_writes_what_the_in_memory_one_writes(examples_dir: Path, tmp_path: Path) -> None:
     """``evaluate FILE --scored S`` streams: the tables, results.json and the scored file are those of the in-memory path
     (``Collection.load``, ``evaluate_frame``, ``set_correct_answers``, ``Collection.dump``), byte for byte."""

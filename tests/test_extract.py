@@ -360,6 +360,7 @@ def test_bad_arguments_raise() -> None:
         extract("1", "date")
 
 
+@pytest.mark.slow
 def test_bare_answer_shortcut_agrees_with_the_full_rules_on_every_real_answer(shared_data: Path) -> None:
     """The shortcut for bare outputs ("B.", ": No", "A) <choice A>.") returns what the full rules return, on every
     answer of the ThoughtSource model runs and of the Kojima et al. logs, in both modes and from both sources."""

@@ -32,13 +32,10 @@ class _CtrlCAfter:
 
 
 @pytest.fixture(scope="module")
-def embedded():
-    pytest.importorskip("transformers")
-    from thoughtsource.backends import get_backend
+def embedded(embedded_model: tuple):
+    from thoughtsource.backends.transformers_local import TransformersBackend
 
-    backend = get_backend("transformers", model="embedded", batch_size=8, threads=1)
-    backend.load()
-    return backend
+    return TransformersBackend.from_loaded(*embedded_model, name="embedded", batch_size=8, threads=1)
 
 
 def _requests() -> list[Request]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from thoughtsource import io
 from thoughtsource.collection import Collection
 from thoughtsource.errors import DataError
@@ -197,11 +198,7 @@ def test_deeply_nested_json_is_one_clear_error(tmp_path: Path, depth: int, suffi
 
 
 def test_validate_reports_deep_json_in_one_line(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "validate", str(_nested_file(tmp_path, 10_000))],
-                       capture_output=True, text=True)
+    p = run_cli("validate", str(_nested_file(tmp_path, 10_000)))
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert "nested more than 100 levels deep" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
@@ -220,22 +217,16 @@ def test_duplicate_sample_ids_are_a_violation(tmp_path: Path, caplog: pytest.Log
 
 def test_validate_refuses_duplicate_sample_ids(tmp_path: Path) -> None:
     """Issue 23: `thoughtsource validate` accepted a split with the same sample id twice (only the first is served)."""
-    import subprocess
-    import sys
-
     rec = {"id": "1", "question": "q", "type": "text", "answer": ["a"]}
     path = tmp_path / "dup.json"
     path.write_text(json.dumps({"d": {"t": [rec, {**rec, "question": "another"}]}}))
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "validate", str(path)], capture_output=True, text=True)
+    p = run_cli("validate", str(path))
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert "1 schema violation" in p.stderr and "d/t/1: duplicate sample id (record #1)" in p.stderr, p.stderr
 
 
 def test_a_parquet_file_written_by_another_tool_is_one_clear_error(examples_dir: Path, tmp_path: Path) -> None:
     """A Parquet file that is not ours (an HF dataset export, a pandas frame) was a KeyError: 'dataset' traceback."""
-    import subprocess
-    import sys
-
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
@@ -253,7 +244,7 @@ def test_a_parquet_file_written_by_another_tool_is_one_clear_error(examples_dir:
                                     pa.array([[1]] * table.num_rows)), path)
     with pytest.raises(DataError, match="not a valid ThoughtSource sample: question"):
         Collection.load(path)
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "info", str(foreign)], capture_output=True, text=True)
+    p = run_cli("info", str(foreign))
     assert p.returncode == 1 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
@@ -261,9 +252,6 @@ def test_a_parquet_file_written_by_another_tool_is_one_clear_error(examples_dir:
 def test_outputs_that_cannot_be_replaced_are_refused_before_any_work(examples_dir: Path, tmp_path: Path) -> None:
     """/proc/gen.json passed os.access (as root) and failed after the whole generation, naming a temp file; /dev/null
     would have been replaced by a regular file."""
-    import subprocess
-    import sys
-
     with pytest.raises(DataError, match=r"^/proc/gen\.json: cannot write there: .* \(creating a file in /proc\)"):
         io.check_out("/proc/gen.json")
     with pytest.raises(DataError, match=r"^/dev/null: is not a regular file"):
@@ -273,7 +261,6 @@ def test_outputs_that_cannot_be_replaced_are_refused_before_any_work(examples_di
     io.check_out(tmp_path / "new" / "deeper" / "out.json")  # a folder still to be made is fine
     assert not (tmp_path / "new").exists() and not list(tmp_path.iterdir())  # and nothing is left behind
     src = examples_dir / "tests_unit_data" / "test_1_dataset.json"
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "generate", "--file", str(src), "--out", "/proc/gen.json"],
-                       capture_output=True, text=True, timeout=120)
+    p = run_cli("generate", "--file", str(src), "--out", "/proc/gen.json")
     assert p.returncode == 1 and p.stderr.strip().startswith("error: /proc/gen.json: cannot write there"), p.stderr
     assert len(p.stderr.strip().splitlines()) == 1

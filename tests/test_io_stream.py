@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cli_in_process import run_cli
 from thoughtsource import io
 from thoughtsource.cli import app
 from thoughtsource.collection import Collection
@@ -33,11 +34,12 @@ def _cli(*args: str) -> tuple[int, str, str]:
 
 
 def _run(*args: str) -> tuple[int, str, str]:
-    """The command in a process of its own, as a user runs it (errors: one line on stderr, exit 1)."""
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=300)
+    """The command through the real entry point, as a user runs it (errors: one line on stderr, exit 1)."""
+    p = run_cli(*args)
     return p.returncode, p.stdout, p.stderr
 
 
+@pytest.mark.slow
 def test_streaming_commands_match_in_memory_on_every_real_file(examples_dir: Path, tmp_path: Path):
     """info --json, validate --json, convert to JSON / JSONL (byte for byte) and Parquet (sample for sample), and
     iter_samples, against Collection.load on each file of thoughtsource_examples; files the in-memory reader refuses

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from thoughtsource.embedded import check_model_source
 from thoughtsource.errors import ModelError
 
@@ -35,6 +36,7 @@ def test_sources_that_pass_and_that_are_refused(tmp_path: Path) -> None:
         assert str(e.value).startswith(source)
 
 
+@pytest.mark.slow
 def test_load_model_turns_transformers_errors_into_one_line(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     (tmp_path / "bad").mkdir()
@@ -60,7 +62,7 @@ def test_load_model_turns_transformers_errors_into_one_line(tmp_path: Path) -> N
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "thoughtsource", *args], env=ENV, capture_output=True, text=True, timeout=120)
+    return run_cli(*args, env=ENV)
 
 
 def test_star_run_with_a_missing_model_folder_fails_before_making_the_run(tmp_path: Path) -> None:

@@ -4,12 +4,11 @@ converted datasets and models under $THOUGHTSOURCE_HOME."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from thoughtsource import paths
 from thoughtsource.cli.demo import _shared_data_dirs
 from thoughtsource.datasets._resolve import data_root
@@ -44,8 +43,7 @@ def test_a_command_reads_the_data_variable_and_converts_under_home(variable: str
     env = {k: v for k, v in os.environ.items() if not k.startswith("THOUGHTSOURCE_") and k != "PYTEST_CURRENT_TEST"}
     env.update({variable: str(shared_data), "THOUGHTSOURCE_HOME": str(tmp_path / "home"), "THOUGHTSOURCE_OFFLINE": "1",
                 "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1"})
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "datasets", "export", "gsm8k", "--split", "test",
-                        "--out", str(tmp_path / "gsm8k.json")], capture_output=True, text=True, env=env, timeout=300)
+    p = run_cli("datasets", "export", "gsm8k", "--split", "test", "--out", str(tmp_path / "gsm8k.json"), env=env)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "gsm8k.json").is_file()
     assert list((tmp_path / "home" / "cache" / "converted" / "gsm8k").glob("test-*.parquet"))

@@ -119,12 +119,12 @@ async def test_reasoning_off_keeps_the_text_as_it_comes():
 
 
 @pytest.mark.slow
-def test_transformers_backend_marks_an_open_thought_cut_off():
+def test_transformers_backend_marks_an_open_thought_cut_off(embedded_model: tuple):
     """The embedded model continues a prompt that opened a thought; it never closes it within 12 tokens."""
     from thoughtsource.backends.transformers_local import TransformersBackend
 
-    backend = TransformersBackend("embedded", think_tags=("<think>", "</think>"), threads=1)
-    plain = TransformersBackend("embedded", threads=1)
+    backend = TransformersBackend.from_loaded(*embedded_model, name="embedded", think_tags=("<think>", "</think>"), threads=1)
+    plain = TransformersBackend.from_loaded(*embedded_model, name="embedded", threads=1)
     request = Request(prompt="Question: What is 3 + 4?\nLet me think step by step.\n<think>\n", max_tokens=12)
     (c,) = backend.generate([request])
     assert c.reasoning and c.text == "" and c.cut_off_in_reasoning and c.finish_reason == "length"
@@ -135,15 +135,15 @@ def test_transformers_backend_marks_an_open_thought_cut_off():
 
 
 @pytest.mark.slow
-def test_transformers_backend_counts_reasoning_tokens_up_to_the_end_tag():
+def test_transformers_backend_counts_reasoning_tokens_up_to_the_end_tag(embedded_model: tuple):
     """Greedy output is deterministic: a word of the plain output, taken as the end tag, closes the thought there."""
     from thoughtsource.backends.transformers_local import TransformersBackend
 
     request = Request(prompt="Question: What is 3 + 4?\nLet me think step by step.\n<think>\n", max_tokens=24)
-    (p,) = TransformersBackend("embedded", threads=1).generate([request])
+    (p,) = TransformersBackend.from_loaded(*embedded_model, name="embedded", threads=1).generate([request])
     words = p.text.split()
     end = next(w for w in words[3:] if len(w) > 3 and p.text.count(w) == 1)
-    backend = TransformersBackend("embedded", think_tags=("<think>", end), threads=1)
+    backend = TransformersBackend.from_loaded(*embedded_model, name="embedded", think_tags=("<think>", end), threads=1)
     (c,) = backend.generate([request])
     reasoning, _, answer = p.text.partition(end)
     assert (c.reasoning, c.text) == (reasoning.strip(), answer.strip())

@@ -80,6 +80,7 @@ def _open(path: str, errors: mp.Queue) -> None:  # type: ignore[type-arg]
         errors.put(repr(e))
 
 
+@pytest.mark.slow
 def test_many_processes_create_one_store_at_once(tmp_path: Path) -> None:
     """Before the fix about 1 in 13 rounds of 4 openers failed with ``database is locked``."""
     ctx = mp.get_context("fork")

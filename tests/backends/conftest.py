@@ -1,4 +1,5 @@
-"""Session fixtures for backend tests: the embedded model loaded once, a real model server, gsm8k questions."""
+"""Session fixtures for backend tests: a real model server on the embedded model (``embedded_model``, loaded once per
+session, is in tests/conftest.py), gsm8k questions."""
 
 from __future__ import annotations
 
@@ -9,16 +10,6 @@ from pathlib import Path
 import pytest
 
 from thoughtsource.backends import Request
-
-
-@pytest.fixture(scope="session")
-def embedded_model() -> tuple:
-    """(model, tokenizer) of the embedded SmolLM2, loaded once per session."""
-    pytest.importorskip("transformers")
-    from thoughtsource.embedded import load_model
-
-    model, tok = load_model("embedded")
-    return model.eval(), tok
 
 
 @pytest.fixture(scope="session")

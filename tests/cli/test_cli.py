@@ -6,6 +6,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from cli_in_process import run_cli
 from thoughtsource.cli import app
 
 runner = CliRunner()
@@ -31,7 +32,7 @@ def test_convert_and_validate(examples_dir: Path, tmp_path: Path):
 def test_user_error_is_one_line_without_traceback(tmp_path: Path):
     bad = tmp_path / "bad.json"
     bad.write_text("{ nope")
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "info", str(bad)], capture_output=True, text=True)
+    p = run_cli("info", bad)
     assert p.returncode == 1
     assert "Traceback" not in p.stderr
     assert f"{bad}:1:3: invalid JSON" in p.stderr
@@ -48,8 +49,7 @@ def test_help_is_fast_and_imports_nothing_heavy():
 def test_a_bad_generate_config_file_is_named_with_every_problem(tmp_path: Path):
     cfg = tmp_path / "gen.yaml"
     cfg.write_text("model: 3\ntemperatur: 0.5\n")
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "generate", "--config", str(cfg), "--dataset", "gsm8k",
-                        "--out", str(tmp_path / "o.json")], capture_output=True, text=True)
+    p = run_cli("generate", "--config", str(cfg), "--dataset", "gsm8k", "--out", str(tmp_path / "o.json"))
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert p.stderr.splitlines() == [f"error: {cfg}: invalid generate config (this file with the flags on top)",
                                      "  - model: Input should be a valid string", "  - temperatur: Extra inputs are not permitted"]

@@ -1,4 +1,5 @@
-"""The command line's conventions, tested on the real entry point in subprocesses.
+"""The command line's conventions, tested on the real entry point: in process (``run_cli``), and in a subprocess
+where the process is the point (Ctrl-C, a terminal that rich sees when it starts).
 
 Usage errors: one line, exit 2.  Ctrl-C: "aborted", exit 130, the store intact, a re-run resumes.
 Results on stdout, logs and progress on stderr.  ``--json`` parses.  ``-q`` hides progress bars.
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from thoughtsource import datasets
 from thoughtsource.testing.fault_server import run_fault_server
 
@@ -25,9 +27,14 @@ ENV = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('
 ENV.pop("PYTEST_CURRENT_TEST", None)
 
 
-def ts(*args: str, env: dict[str, str] | None = None, timeout: float = 120, **kw) -> subprocess.CompletedProcess[str]:
+def ts(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return run_cli(*args, env=env or ENV)
+
+
+def ts_process(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """In a process of its own: rich reads TTY_COMPATIBLE and COLUMNS when the console is made, at start-up."""
     return subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=timeout,
-                          env=env or ENV, **kw)
+                          env=env or ENV)
 
 
 @pytest.fixture
@@ -127,8 +134,8 @@ def test_quiet_hides_the_progress_bar(examples_dir: Path, tmp_path: Path) -> Non
     src = examples_dir / "tests_unit_data" / "worldtree_100_dataset.json"
     tty = {**ENV, "TTY_COMPATIBLE": "1", "COLUMNS": "120"}  # rich draws progress bars as on a terminal
     with run_fault_server(latency_s=0.01) as server:
-        loud = ts(*_generate_args(src, server.base_url, tmp_path / "a.sqlite", tmp_path / "a.json", 3), env=tty)
-        quiet = ts("-q", *_generate_args(src, server.base_url, tmp_path / "b.sqlite", tmp_path / "b.json", 3), env=tty)
+        loud = ts_process(*_generate_args(src, server.base_url, tmp_path / "a.sqlite", tmp_path / "a.json", 3), env=tty)
+        quiet = ts_process("-q", *_generate_args(src, server.base_url, tmp_path / "b.sqlite", tmp_path / "b.json", 3), env=tty)
     assert loud.returncode == 0 and quiet.returncode == 0, loud.stderr + quiet.stderr
     assert "generate" in loud.stderr and "6/6" in loud.stderr  # the bar: 3 CoTs + 3 answers
     assert "6/6" not in quiet.stderr and "━" not in quiet.stderr
@@ -159,7 +166,7 @@ def test_ctrl_c_exits_130_keeps_the_store_and_resumes(examples_dir: Path, tmp_pa
     con.close()
     assert 6 <= len(kept) <= 40  # CoTs only: no answer extraction was ever answered
     with run_fault_server() as server:  # a healthy server: the same command resumes
-        again = ts(*_generate_args(src, server.base_url, db, out, 40), timeout=300)
+        again = ts(*_generate_args(src, server.base_url, db, out, 40))
         assert again.returncode == 0, again.stderr
         resumed = server.requests
     stored_requests = {json.dumps([json.loads(r)["prompt"], json.loads(r)["params"]["max_tokens"]]) for r in kept}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from cli_in_process import run_cli
 from thoughtsource.cli import app
 from thoughtsource.collection import Collection
 from thoughtsource.datasets.cot_logs import log_to_samples, read_kojima_log_file
@@ -59,8 +59,7 @@ def test_a_plot_that_fails_is_a_warning_and_the_results_are_written(examples_dir
     f = examples_dir / "model_runs" / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json"
     out = tmp_path / "ev"
     (out / "accuracy.png").mkdir(parents=True)  # the plot cannot be written there
-    r = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(f), "--out", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    r = run_cli("evaluate", str(f), "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "plot accuracy.png not written" in " ".join(r.stderr.split())
     assert "accuracy (strict)" in r.stdout
@@ -94,8 +93,7 @@ def test_results_json_records_config_versions_and_every_cell(examples_dir: Path,
     """results.json: lm-eval's keys, and under 'thoughtsource' the config, versions, git commit, models, every cell."""
     f = examples_dir / "model_runs" / "thoughtsource_100_openai_chat_gpt-4_None_zhou-01.json"
     out = tmp_path / "ev"
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(f), "--out", str(out), "--k", "1"],
-                       capture_output=True, text=True, timeout=300)
+    p = run_cli("evaluate", str(f), "--out", str(out), "--k", "1")
     assert p.returncode == 0, p.stderr
     full = json.loads((out / "results.json").read_text())
     assert {"results", "configs", "versions", "n-samples", "config", "git_hash", "higher_is_better"} <= set(full)
@@ -121,8 +119,7 @@ def test_results_json_records_config_versions_and_every_cell(examples_dir: Path,
     assert doc["pooled_by_model"]["strict"] == {
         "gpt-4": {"None_zhou-01_kojima-A-D": 0.88, "None_zhou-01_kojima-A-E": 0.74, "None_zhou-01_kojima-yes-no": 0.8}}
     # the same document on stdout with --json, and nothing else there
-    j = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(f), "--out", str(tmp_path / "ev2"), "--k", "1", "--json"],
-                       capture_output=True, text=True, timeout=300)
+    j = run_cli("evaluate", str(f), "--out", str(tmp_path / "ev2"), "--k", "1", "--json")
     assert j.returncode == 0, j.stderr
     printed = json.loads(j.stdout)
     assert printed["results"] == full["results"] and printed["thoughtsource"]["cells"] == doc["cells"]
@@ -131,8 +128,7 @@ def test_results_json_records_config_versions_and_every_cell(examples_dir: Path,
 
 def test_json_without_answers_is_still_a_document(examples_dir: Path, tmp_path: Path) -> None:
     f = examples_dir / "tests_unit_data" / "worldtree_100_dataset.json"
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(f), "--out", str(tmp_path / "ev"), "--json"],
-                       capture_output=True, text=True, timeout=300)
+    p = run_cli("evaluate", str(f), "--out", str(tmp_path / "ev"), "--json")
     assert p.returncode == 0 and "no generated answers to evaluate" in p.stderr
     doc = json.loads(p.stdout)
     assert doc["results"] == {} and doc["thoughtsource"]["models"] == [] and doc["thoughtsource"]["config"]["file"]["path"] == str(f)
@@ -150,8 +146,7 @@ def test_piped_tables_are_neither_cut_nor_truncated(tmp_path: Path) -> None:
     f = tmp_path / "sc.json"
     Collection(data={"toy": {"test": [Sample(id="q", question="?", type="number", answer=["3"], generated_cot=cots)]}}).dump(f)
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(f), "--k", "1,3", "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, timeout=300, env=env)
+    p = run_cli("evaluate", str(f), "--k", "1,3", "--out", str(tmp_path / "o"), env=env)
     assert p.returncode == 0, p.stderr
     assert "…" not in p.stdout
     rows = [line for line in p.stdout.splitlines() if model in line]
@@ -195,8 +190,7 @@ def test_an_unknown_answer_type_is_one_line_naming_file_sample_and_type(tmp_path
         {"id": "s1", "question": "q?", "type": "number", "answer": ["1"]},
         {"id": "s2", "question": "q?", "type": "latex", "answer": ["1"]},
     ]}}), encoding="utf-8")  # fmt: skip
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(path)], capture_output=True, text=True,
-                       timeout=120)
+    p = run_cli("evaluate", str(path))
     assert p.returncode == 1 and "Traceback" not in p.stderr and p.stdout == ""
     (line,) = p.stderr.strip().splitlines()
     assert str(path) in line and "mydata/train/s2" in line and "'latex'" in line and "'math'" in line

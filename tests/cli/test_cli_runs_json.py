@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from cli_in_process import run_cli
 
 
 def ts(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=300)
+    return run_cli(*args)
 
 
 def test_runs_commands_print_json(examples_dir: Path) -> None:

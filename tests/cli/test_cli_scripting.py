@@ -1,4 +1,4 @@
-"""Issue 22's scripting conventions on the real entry point, in subprocesses: ``--json`` on validate, runs compare
+"""Issue 22's scripting conventions on the real entry point, run in process (``run_cli``): ``--json`` on validate, runs compare
 and generate; progress log lines on a pipe; flags, units and ``--out``; checks before work; messages."""
 
 from __future__ import annotations
@@ -6,19 +6,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from cli_in_process import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "OMP_NUM_THREADS": "1"}
 ENV.pop("PYTEST_CURRENT_TEST", None)
 
 
-def ts(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=timeout,
-                          env=env or ENV)
+def ts(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return run_cli(*args, env=env or ENV)
 
 
 @pytest.fixture

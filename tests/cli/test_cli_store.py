@@ -1,18 +1,17 @@
-"""thoughtsource store path|ls|stats|clear on a store a real generate run filled (mock backend, real CLI processes)."""
+"""thoughtsource store path|ls|stats|clear on a store a real generate run filled (mock backend, the real entry point run in process)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from cli_in_process import run_cli
 
 
 def ts(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "THOUGHTSOURCE_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=300, env=env,
-                          stdin=subprocess.DEVNULL)
+    return run_cli(*args, env={**os.environ, "THOUGHTSOURCE_HOME": str(home)})  # stdin: empty, no terminal
 
 
 def test_store_path_ls_stats_clear(examples_dir: Path, tmp_path: Path) -> None:

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from thoughtsource.backends.openai_compat import OpenAIOptions
 from thoughtsource.listen import MODEL_SERVER_PORT
 
 
+@pytest.mark.slow
 def test_a_model_that_cannot_load_fails_serve_model_at_start(tmp_path: Path) -> None:
     """It used to report 'serving' and answer 500 to every request; now: one error line and exit 1, never 'serving'."""
     pytest.importorskip("fastapi")
@@ -43,5 +45,5 @@ def test_the_openai_backend_defaults_to_serve_models_port() -> None:
 def test_version() -> None:
     import importlib.metadata
 
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "--version"], capture_output=True, text=True, timeout=120)
+    p = run_cli("--version")
     assert p.returncode == 0 and p.stdout == f"thoughtsource {importlib.metadata.version('thoughtsource')}\n" and p.stderr == ""

@@ -94,6 +94,7 @@ def test_dataset_with_a_missing_split_file_loads_the_others(data_dir: Path, capl
     assert "dev.json" not in str(e.value)
 
 
+@pytest.mark.slow
 def test_every_available_dataset_in_one_call(data_dir: Path) -> None:
     c = Collection("all", data_dir=data_dir)
     present = {n for n in datasets.names() if datasets.available_splits(n, data_dir)}

@@ -168,6 +168,7 @@ def test_backend_instance_can_be_passed(worldtree: Collection, tmp_path: Path):
     assert cot.model["name"] == "fault-echo" and cot.api_service == "openai"
 
 
+@pytest.mark.slow
 def test_failed_requests_are_counted_and_the_cli_exits_1(examples_dir: Path, tmp_path: Path, worldtree: Collection):
     c = worldtree.select(split="train", number_samples=3)
     with run_fault_server(rate_500=1.0) as server:

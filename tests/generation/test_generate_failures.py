@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from thoughtsource.backends import Request, get_backend
 from thoughtsource.collection import Collection
 from thoughtsource.generation import generate
@@ -36,8 +37,8 @@ def src(examples_dir: Path) -> Path:
     return examples_dir / "tests_unit_data" / "worldtree_100_dataset.json"
 
 
-def ts(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=timeout, env=ENV)
+def ts(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(*args, env=ENV)
 
 
 def gen_args(src: Path, url: str, tmp: Path, *extra: str, n: int = 4, name: str = "out") -> list[str]:
@@ -246,8 +247,7 @@ def test_a_refused_key_or_unknown_model_stops_at_the_first_response(src: Path, t
         config.write_text('backend_options: {"api_key_env": "TS_TEST_KEY", "concurrency": 1, "max_attempts": 3}\n')
         args = gen_args(src, server.base_url, tmp_path, n=20)
         args[args.index("--config") + 1] = str(config)
-        p = subprocess.run([sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=180,
-                           env=env)
+        p = run_cli(*args, env=env)
         sent = len(server.requests)
     assert p.returncode == 1
     (line,) = error_lines(p.stderr)

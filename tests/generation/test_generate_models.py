@@ -28,12 +28,10 @@ FIGURE_3 = {
 
 
 @pytest.fixture(scope="module")
-def embedded():
-    from thoughtsource.backends import get_backend
+def embedded(embedded_model: tuple):
+    from thoughtsource.backends.transformers_local import TransformersBackend
 
-    backend = get_backend("transformers", model="embedded", batch_size=16)
-    backend.load()
-    return backend
+    return TransformersBackend.from_loaded(*embedded_model, name="embedded", batch_size=16)
 
 
 @pytest.mark.slow

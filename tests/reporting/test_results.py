@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from thoughtsource.collection import Collection
 from thoughtsource.schema import Answer, GeneratedCot, Sample
 
@@ -16,8 +15,7 @@ make_table = pytest.importorskip("lm_eval.utils", reason="lm-eval is a test depe
 
 
 def _evaluate(path: Path, out: Path, *args: str) -> dict:
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "evaluate", str(path), "--out", str(out), *args],
-                       capture_output=True, text=True, timeout=300)
+    p = run_cli("evaluate", str(path), "--out", str(out), *args)
     assert p.returncode == 0, p.stderr
     return json.loads((out / "results.json").read_text())
 

@@ -214,6 +214,7 @@ def _real_runs(examples_dir: Path) -> list[Path]:
     return sorted((examples_dir / "model_runs").glob("*.json")) + sorted((examples_dir / "annotated").glob("*.json"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "jsonl"])
 def test_streamed_merge_writes_what_the_loaded_merge_writes(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
     """``runs merge`` reads each file a sample at a time into an on-disk index (issue 33): the file it writes is the
@@ -253,6 +254,7 @@ def test_cli_merge_streams_and_reports(examples_dir: Path, tmp_path: Path) -> No
     assert not (tmp_path / "m.json").exists()
 
 
+@pytest.mark.slow
 def test_merge_finishes_under_a_memory_cap_the_loaded_merge_exceeds(examples_dir: Path, tmp_path: Path) -> None:
     """Two 40 MB runs of the same 9,564 samples (the released GPT-3.5 run's, new ids), so that every sample of the
     second is merged into the first's, are merged by ``runs merge`` under RLIMIT_AS of 300 MB; the loaded merge

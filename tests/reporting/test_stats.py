@@ -407,6 +407,7 @@ def test_stats_of_several_inputs_merged_on_disk_equal_those_of_the_loaded_merge(
     assert [p.name for p in (tmp_path / "out").iterdir()] == []  # the index removed
 
 
+@pytest.mark.slow
 def test_stats_of_two_files_finish_under_a_memory_cap_the_loaded_merge_exceeds(examples_dir: Path, tmp_path: Path):
     """``stats --file A --file B`` on two 40 MB runs of the same 9,564 samples (the released GPT-3.5 run's, new ids)
     under RLIMIT_AS of 520 MB; loading and merging them (what the command did before) runs out of memory under the

@@ -1,12 +1,10 @@
 """``star run`` flags, ``--seeds`` and ``--json``, ``star compare`` / ``star report`` through typer's CliRunner
-and a subprocess, with the STaR loop replaced by one that writes synthetic runs (no model)."""
+and the real entry point (in process), with the STaR loop replaced by one that writes synthetic runs (no model)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import pytest
 from star_synthetic import summary, write_run
 from typer.testing import CliRunner
 
+from cli_in_process import run_cli
 from thoughtsource.cli import app
 from thoughtsource.errors import ConfigError
 
@@ -117,8 +116,7 @@ def test_compare_json_on_stdout_logs_on_stderr(tmp_path: Path) -> None:
     """A real subprocess: stdout must parse as JSON on its own."""
     args = _two_runs(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "star", "compare", *args, "--reference", "no rat", "--json",
-                        "--out", str(tmp_path / "cmp.png")], capture_output=True, text=True, env=env, timeout=120, check=False)
+    p = run_cli("star", "compare", *args, "--reference", "no rat", "--json", "--out", str(tmp_path / "cmp.png"), env=env)
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
     assert data["reference"] == "no rat"

@@ -4,12 +4,11 @@ folder, not only from a checkout; a path still works."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_in_process import run_cli
 from thoughtsource.errors import ConfigError
 from thoughtsource.star.config import CONFIGS_DIR, StarConfig, config_names, config_path
 
@@ -42,14 +41,12 @@ def test_configs_are_package_data() -> None:
 
 
 def test_star_run_finds_a_config_by_name_outside_a_checkout(tmp_path: Path) -> None:
-    listed = subprocess.run([sys.executable, "-m", "thoughtsource", "star", "configs"], capture_output=True, text=True,
-                            env=ENV, cwd=tmp_path, timeout=120)
+    listed = run_cli("star", "configs", env=ENV, cwd=tmp_path)
     assert listed.returncode == 0 and listed.stdout.split()[0] == config_names()[0]
     assert "arithmetic_fresh" in listed.stdout
     # an invalid override fails validation of the named config: it was found and read (and nothing is trained)
-    p = subprocess.run([sys.executable, "-m", "thoughtsource", "star", "run", "--config", "arithmetic_fresh",
-                        "--out", str(tmp_path / "run"), "--batch-size", "0"], capture_output=True, text=True, env=ENV,
-                       cwd=tmp_path, timeout=120)
+    p = run_cli("star", "run", "--config", "arithmetic_fresh", "--out", str(tmp_path / "run"), "--batch-size", "0", env=ENV,
+                cwd=tmp_path)
     assert p.returncode == 1, p.stderr
     assert p.stderr.startswith(f"error: {CONFIGS_DIR / 'arithmetic_fresh.yaml'}: invalid STaR config") and "batch_size" in p.stderr
 

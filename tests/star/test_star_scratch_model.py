@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli_in_process import run_cli
+
 pytest.importorskip("transformers")
 pytest.importorskip("torch")
 
@@ -37,11 +39,8 @@ TINY = {
 }
 
 
-def _cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "thoughtsource", *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(*args, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +163,6 @@ def test_bad_recipes_are_one_clear_error(tmp_path: Path) -> None:
         build_base(BaseConfig.from_dict(TINY), tmp_path / "f")
 
 
-@pytest.mark.slow
 def test_star_run_takes_the_base_folder(tiny_base: Path, tmp_path: Path) -> None:
     """A STaR iteration from the folder: generation, rationalization, training from it, evaluation per digit count."""
     run = {
@@ -188,7 +186,6 @@ def test_star_run_takes_the_base_folder(tiny_base: Path, tmp_path: Path) -> None
     assert all(pr.startswith("Input:\n") and pr.endswith("\nTarget:\n") for pr in prompts)  # zero-shot
 
 
-@pytest.mark.slow
 def test_generate_takes_the_base_folder(tiny_base: Path, tmp_path: Path) -> None:
     from thoughtsource import Collection
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -74,8 +75,15 @@ def app(make_app):
     return make_app()
 
 
+@functools.cache
+def _password_hash() -> str:
+    """One real argon2id hash of PASSWORD for every test user (as tests/web/test_load.py does): a hash costs ~0.1-0.5 s
+    and the tests add ~90 users; every login still verifies it with argon2."""
+    return hash_password(PASSWORD)
+
+
 def add_user(app, name: str, role: str = "annotator") -> None:
-    app.state.db.add_user(name, hash_password(PASSWORD), role)
+    app.state.db.add_user(name, _password_hash(), role)
 
 
 def login(app, name: str) -> tuple[TestClient, str]:

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from cli_in_process import run_cli
 from thoughtsource.cli import app
 from thoughtsource.errors import AuthError, StoreError
 from thoughtsource.web.db import AnnotationDB, CotRef
@@ -166,8 +167,7 @@ def test_users_add_without_a_terminal_needs_password_stdin_and_results_go_to_std
     db = tmp_path / "a.sqlite"
 
     def ts(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "thoughtsource", *args, "--db", str(db)], input=stdin,
-                              capture_output=True, text=True, timeout=120, env=env)
+        return run_cli(*args, "--db", str(db), input=stdin, env=env)  # stdin a buffer: no terminal
 
     p = ts("users", "add", "alice", stdin="s3cret-pass\ns3cret-pass\n")
     assert p.returncode == 1 and p.stderr.startswith("error: no terminal to ask for the password") and "--password-stdin" in p.stderr

@@ -169,6 +169,7 @@ def _tries(base: str, name: str, passwords: list[str], local_address: str) -> li
     return codes
 
 
+@pytest.mark.slow
 def test_wrong_tries_from_ten_addresses_do_not_lock_the_real_user_out(make_app, monkeypatch) -> None:
     """100 wrong tries from 10 addresses filled the per-name bucket and locked the real user out of every browser
     without the device cookie (429 on the right password).  serve's throttle (the defaults), real clients on 12
@@ -504,6 +505,7 @@ def test_bodies_are_capped_per_route_declared_or_streamed(annotator_server) -> N
 
 
 # --------------------------------------------------------------------------- 2. password checks queue per client
+@pytest.mark.slow
 def test_a_client_queueing_password_checks_does_not_stall_another_clients_login(make_app, monkeypatch) -> None:
     """40 queued checks of one client delayed another user's right password by 11.6 s (one FIFO, one thread).  Now the
     queues are per client and taken in turn: counted, alice's check runs right after the one in progress."""

@@ -63,6 +63,7 @@ def _upload(client: httpx.Client, csrf: str, path: Path) -> str:
 
 
 # --------------------------------------------------------------------------- 1. stable CoT identity
+@pytest.mark.slow
 def test_labels_stay_on_their_cots_when_a_restart_reloads_two_uploads(make_app, served, tmp_path) -> None:
     """z_first_run.json then a_second_run.json each add an id-less CoT to the same 20 samples; alice labels the
     first upload's CoTs; after a restart the labels were on the second upload's CoTs (20 of 20) and the export
@@ -259,6 +260,7 @@ def test_blind_aliases_work_for_saving_and_reading_and_gold_can_be_shown(make_ap
 
 
 # --------------------------------------------------------------------------- 3. two admins at once
+@pytest.mark.slow
 def test_two_admins_demoting_each_other_at_once_always_leave_an_admin(make_app) -> None:
     """30 trials: both admins post "make the other an annotator" at the same moment.  The check ran outside the
     write: 18 of 30 left no admin.  Now it runs inside the transaction: one change wins, the other is refused."""
@@ -405,6 +407,7 @@ def test_a_foreign_host_header_is_refused(make_app) -> None:
 
 
 # --------------------------------------------------------------------------- 6. login fairness under a flood
+@pytest.mark.slow
 def test_forty_addresses_guessing_one_name_do_not_stall_another_users_login(make_app, monkeypatch) -> None:
     """40 addresses each send a wrong password for one name.  With a queue per address taken in turn, alice's right
     password waited for one check of each of them (20-22 s).  Counted, not timed: the attackers' checks are held

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -34,6 +35,7 @@ def _steps(client, csrf, it, i, changes) -> None:
         assert r.status_code == 200, r.text
 
 
+@pytest.mark.slow
 def test_step_labels_prm_jsonl_and_round_trip(app, served, tmp_path: Path) -> None:
     for name in ("alice", "bob"):
         add_user(app, name)
