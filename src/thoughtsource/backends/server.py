@@ -536,6 +536,18 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
                            "model", "model_not_found")
         return await model_entry()
 
+    def response(kind: str, rid: str, out: list[Completion], n: int, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        """A non-streamed response of the OpenAI API: ``choices`` (each choice's content and extras) in its envelope."""
+        return {
+            "id": rid,
+            "object": kind,
+            "created": int(time.time()),
+            "model": served_model_name,
+            "choices": [{"index": i, **choice, "finish_reason": c.finish_reason or "stop"}
+                        for i, (choice, c) in enumerate(zip(choices, out, strict=True))],
+            "usage": _usage(out, n),
+        }
+
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(body: ChatBody) -> Any:
         check(body)
@@ -557,18 +569,8 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             return stream("chat", rid, requests, body, echo_only, extras_of, [])
         out = await run(requests, echo_only)
         extras = await extras_of(out)
-        return {
-            "id": rid,
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": served_model_name,
-            "choices": [
-                {"index": i, "message": {"role": "assistant", "content": c.text}, **extras[i],
-                 "finish_reason": c.finish_reason or "stop"}
-                for i, c in enumerate(out)
-            ],
-            "usage": _usage(out, body.n),
-        }
+        return response("chat.completion", rid, out, body.n,
+                        [{"message": {"role": "assistant", "content": c.text}, **extras[i]} for i, c in enumerate(out)])
 
     @app.post("/v1/completions", response_model=None)
     async def completions(body: CompletionBody) -> Any:
@@ -601,17 +603,8 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
         for extra, echo in zip(extras, echoes, strict=True):
             if body.echo:
                 extra["echo"] = echo
-        return {
-            "id": rid,
-            "object": "text_completion",
-            "created": int(time.time()),
-            "model": served_model_name,
-            "choices": [
-                {"index": i, "text": extras[i].pop("echo", "") + c.text, **extras[i], "finish_reason": c.finish_reason or "stop"}
-                for i, c in enumerate(out)
-            ],
-            "usage": _usage(out, body.n),
-        }
+        return response("text_completion", rid, out, body.n,
+                        [{"text": extras[i].pop("echo", "") + c.text, **extras[i]} for i, c in enumerate(out)])
 
     return app
 

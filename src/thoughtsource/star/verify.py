@@ -95,6 +95,18 @@ def _check_step(k: int, line: str, da: str, db: str, acc: str, carry: int) -> tu
     return None, acc, carry
 
 
+def _scratch_frame(text: str) -> tuple[list[str], list[str]] | str:
+    """The stripped lines between ``<scratch>`` (the first line) and ``</scratch>``, and those after it; or why the
+    text is not framed so."""
+    lines = [ln.strip() for ln in text.strip().splitlines()]
+    if not lines or lines[0] != _OPEN:
+        return "does not open with <scratch>"
+    if _CLOSE not in lines:
+        return "no </scratch> line"
+    end = lines.index(_CLOSE)
+    return lines[1:end], lines[end + 1 :]
+
+
 def verify_scratchpad(text: str, a: int, b: int) -> str | None:
     """Check a generated Figure-3 scratchpad for ``a + b`` line by line (None: it passes).
 
@@ -109,13 +121,10 @@ def verify_scratchpad(text: str, a: int, b: int) -> str | None:
     5. after ``</scratch>`` exactly one line, the spaced answer, equal to the scratchpad's result and
        to ``a + b``; nothing follows it.
     """
-    lines = [ln.strip() for ln in text.strip().splitlines()]
-    if not lines or lines[0] != _OPEN:
-        return "does not open with <scratch>"
-    if _CLOSE not in lines:
-        return "no </scratch> line"
-    end = lines.index(_CLOSE)
-    body, tail = lines[1:end], lines[end + 1 :]
+    framed = _scratch_frame(text)
+    if isinstance(framed, str):
+        return framed
+    body, tail = framed
     width = max(len(str(a)), len(str(b)))
     if len(body) != width + 2:
         return f"scratchpad has {len(body)} lines, a {width}-digit sum needs {width + 2}"
@@ -155,13 +164,10 @@ def verify_compact_scratchpad(text: str, a: int, b: int) -> str | None:
     shorter operand's end), c is the carry out of the line before (0 on the first line) and t = x + y
     + c; then ``</scratch>``; then exactly one line, the unspaced answer, equal to a + b.
     """
-    lines = [ln.strip() for ln in text.strip().splitlines()]
-    if not lines or lines[0] != _OPEN:
-        return "does not open with <scratch>"
-    if _CLOSE not in lines:
-        return "no </scratch> line"
-    end = lines.index(_CLOSE)
-    body, tail = lines[1:end], lines[end + 1 :]
+    framed = _scratch_frame(text)
+    if isinstance(framed, str):
+        return framed
+    body, tail = framed
     width = max(len(str(a)), len(str(b)))
     if len(body) != width:
         return f"scratchpad has {len(body)} lines, a {width}-digit sum needs {width}"
