@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from .answers import get as type_of
 from .extract import MODES, Extraction, Mode, extract, is_correct, sample_gold, vote_key
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
+from .reporting.results import ModelRecords
 from .schema import SampleSource, model_name
 from .statistics import Z95 as Z95  # re-exported for one release: the estimators live in statistics.py
 from .statistics import (
@@ -152,6 +153,9 @@ class Evaluation:
     names: dict[str, list[Any]] = field(default_factory=dict, repr=False)
     #: where the answers table was written (``evaluate_frame(answers_csv=...)``; None without answers)
     answers_csv: Path | None = None
+    #: the models behind the CoTs scored, gathered in the scoring pass (results.json's ``models``, see
+    #: :class:`~thoughtsource.reporting.results.ModelRecords`); None: not gathered
+    models: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     def _answers_in(self, mode: str, *, scored_only: bool = True) -> pd.DataFrame:
         """The answers (or their codes) of ``mode``, in file order; only those scored unless ``scored_only`` is False."""
@@ -304,12 +308,14 @@ def evaluate_frame(
     # sample without answers has gold None; a repeated id keeps its last sample, as a dict built over the file does)
     golds: dict[tuple[str, str, str], tuple[Any, ...]] = {}
     length_rows: list[tuple[Any, ...]] = []
+    models = ModelRecords()
 
     def on_sample(d: str, s: str, sample: Any, gold: Any) -> None:
         golds[(d, s, sample.id)] = (sample.type, gold, tuple(sample.choices))
 
     def on_cot(d: str, s: str, sample: Any, ci: int, cot: Any) -> None:
         length_rows.append(_length_row(d, s, sample.id, ci, cot))
+        models.add(cot)
 
     cache = _Memo(MEMO_SIZE) if memo else None
     for d, s, sample, gold, ci, cot, ans in _iter_answers(collection, on_sample, on_cot):
@@ -343,7 +349,7 @@ def evaluate_frame(
     lengths = _lengths_frame(length_rows)
     return Evaluation(answers=answers, accuracy=accuracy, majority=majority, mode=mode, extractions=extractions,
                       sampling=sampling, lengths=lengths, reasoning=reasoning_table(lengths),
-                      by_length=accuracy_by_length(answers, lengths))
+                      by_length=accuracy_by_length(answers, lengths), models=models.records())
 
 
 class _Codes:
@@ -604,9 +610,15 @@ def _evaluate_compact(collection: SampleSource, modes: Sequence[Mode], mode: Mod
     compact = _Compact(modes)
     table = _AnswersCsv(answers_csv, modes) if answers_csv is not None else None
     cache = _Memo(MEMO_SIZE) if memo else None
+    models = ModelRecords()
+
+    def on_cot(d: str, s: str, sample: Any, ci: int, cot: Any) -> None:
+        compact.add_cot(d, s, sample, ci, cot)
+        models.add(cot)
+
     done = False
     try:
-        for d, s, sample, gold, ci, cot, ans in _iter_answers(collection, compact.sample, compact.add_cot):
+        for d, s, sample, gold, ci, cot, ans in _iter_answers(collection, compact.sample, on_cot):
             source, truncated, scored = _score(cache, sample, gold, cot, ans, modes, think_tags)
             combination = (d, s, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger), str(ans.answer_extraction))
             compact.add_answer(combination, compact.questions((d, s, sample.id)), ci, truncated, scored)
@@ -626,7 +638,7 @@ def _evaluate_compact(collection: SampleSource, modes: Sequence[Mode], mode: Mod
     by_length = _decode(accuracy_by_length(answers, coded_lengths, on=("sample_id", "cot_index")), names, ("mode", "model"))
     return Evaluation(answers=None, accuracy=accuracy, majority=majority, mode=mode, sampling=sampling, lengths=lengths,
                       reasoning=reasoning_table(lengths), by_length=by_length, coded=answers, names=names,
-                      answers_csv=written)
+                      answers_csv=written, models=models.records())
 
 
 # --------------------------------------------------------------------------- reasoning length
