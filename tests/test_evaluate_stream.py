@@ -17,7 +17,7 @@ from thoughtsource.cli import app
 from thoughtsource.collection import Collection
 from thoughtsource.evaluate import Evaluation, _verdicts, evaluate_frame, set_correct_answers, write_tables
 from thoughtsource.io import FileSamples
-from thoughtsource.reporting.results import results_document, write_results
+from thoughtsource.reporting.results import model_records, results_document, write_results
 from thoughtsource.testing.scale import run_capped, run_cli_capped, write_replicated
 
 runner = CliRunner()
@@ -113,6 +113,8 @@ def test_compact_evaluate_equals_the_per_answer_one_on_every_real_run(examples_d
     for i, f in enumerate(files):
         csv = tmp_path / str(i) / "answers.csv"
         loaded, compact = evaluate_frame(Collection.load(f)), evaluate_frame(FileSamples(f), answers_csv=csv)
+        # results.json's models, gathered in the scoring pass: what a second pass over the file gave
+        assert compact.models == loaded.models == model_records(Collection.load(f))
         if loaded.answers.empty:
             assert compact.empty and compact.answers_csv is None and not csv.parent.exists()
             continue

@@ -36,6 +36,7 @@ by its normalized form.
 from __future__ import annotations
 
 import contextlib
+import csv
 import logging
 import math
 import os
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from .answers import get as type_of
 from .extract import MODES, Extraction, Mode, extract, is_correct, sample_gold, vote_key
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
+from .reporting.results import ModelRecords
 from .schema import SampleSource, model_name
 from .statistics import Z95 as Z95  # re-exported for one release: the estimators live in statistics.py
 from .statistics import (
@@ -152,6 +154,9 @@ class Evaluation:
     names: dict[str, list[Any]] = field(default_factory=dict, repr=False)
     #: where the answers table was written (``evaluate_frame(answers_csv=...)``; None without answers)
     answers_csv: Path | None = None
+    #: the models behind the CoTs scored, gathered in the scoring pass (results.json's ``models``, see
+    #: :class:`~thoughtsource.reporting.results.ModelRecords`); None: not gathered
+    models: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     def _answers_in(self, mode: str, *, scored_only: bool = True) -> pd.DataFrame:
         """The answers (or their codes) of ``mode``, in file order; only those scored unless ``scored_only`` is False."""
@@ -304,12 +309,14 @@ def evaluate_frame(
     # sample without answers has gold None; a repeated id keeps its last sample, as a dict built over the file does)
     golds: dict[tuple[str, str, str], tuple[Any, ...]] = {}
     length_rows: list[tuple[Any, ...]] = []
+    models = ModelRecords()
 
     def on_sample(d: str, s: str, sample: Any, gold: Any) -> None:
         golds[(d, s, sample.id)] = (sample.type, gold, tuple(sample.choices))
 
     def on_cot(d: str, s: str, sample: Any, ci: int, cot: Any) -> None:
         length_rows.append(_length_row(d, s, sample.id, ci, cot))
+        models.add(cot)
 
     cache = _Memo(MEMO_SIZE) if memo else None
     for d, s, sample, gold, ci, cot, ans in _iter_answers(collection, on_sample, on_cot):
@@ -343,7 +350,7 @@ def evaluate_frame(
     lengths = _lengths_frame(length_rows)
     return Evaluation(answers=answers, accuracy=accuracy, majority=majority, mode=mode, extractions=extractions,
                       sampling=sampling, lengths=lengths, reasoning=reasoning_table(lengths),
-                      by_length=accuracy_by_length(answers, lengths))
+                      by_length=accuracy_by_length(answers, lengths), models=models.records())
 
 
 class _Codes:
@@ -536,7 +543,11 @@ def _decode(table: pd.DataFrame, names: dict[str, list[Any]], columns: Sequence[
 class _AnswersCsv:
     """answers.csv written as the answers are scored: each mode's rows go to a part file next to ``path`` (the table
     holds all the rows of the first mode, then those of the next), in chunks formatted as ``DataFrame.to_csv`` formats
-    the whole table; :meth:`close` joins them into ``path``, atomically (nothing without answers)."""
+    the whole table; :meth:`close` joins them into ``path``, atomically (nothing without answers).
+
+    The rows go straight to a :func:`csv.writer` with ``to_csv``'s dialect (the writer pandas itself hands the table's
+    cells to), a missing value (None, a NaN F1) as an empty cell and a float as its ``repr``, which is what ``to_csv``
+    makes of these columns' values; building a DataFrame per chunk to format it took most of the table's time."""
 
     CHUNK = 2048
 
@@ -546,23 +557,22 @@ class _AnswersCsv:
         self.path = path
         self.parts = {m: path.with_name(f".{path.name}.{os.getpid()}.{m}.part") for m in modes}
         self.files = {m: open(p, "w", encoding="utf-8", newline="") for m, p in self.parts.items()}  # noqa: SIM115
+        self.writers = {m: csv.writer(fh, lineterminator="\n") for m, fh in self.files.items()}  # to_csv's dialect
         self.rows: dict[Mode, list[tuple[Any, ...]]] = {m: [] for m in modes}
         self.n = 0
 
     def add(self, meta: tuple[Any, ...], truncated: bool, stored: Any, scored: list[tuple[Extraction, bool, bool, float]]) -> None:
         for (m, rows), (e, contradiction, correct, f1) in zip(self.rows.items(), scored, strict=True):
-            rows.append((*meta, truncated, m, _fmt(e.value), e.rule, False if truncated else correct, f1, contradiction,
-                         stored))
+            rows.append((*meta, truncated, m, _fmt(e.value), e.rule, False if truncated else correct,
+                         None if f1 != f1 else float(f1), contradiction, stored))  # a NaN F1 is an empty cell
         self.n += 1
         if self.n % self.CHUNK == 0:
             self._flush()
 
     def _flush(self) -> None:
-        import pandas as pd
-
         for m, rows in self.rows.items():
             if rows:
-                self.files[m].write(pd.DataFrame(rows, columns=ANSWERS_COLUMNS).to_csv(index=False, header=False))
+                self.writers[m].writerows(rows)
                 rows.clear()
 
     def close(self, *, keep: bool = True) -> Path | None:
@@ -604,9 +614,15 @@ def _evaluate_compact(collection: SampleSource, modes: Sequence[Mode], mode: Mod
     compact = _Compact(modes)
     table = _AnswersCsv(answers_csv, modes) if answers_csv is not None else None
     cache = _Memo(MEMO_SIZE) if memo else None
+    models = ModelRecords()
+
+    def on_cot(d: str, s: str, sample: Any, ci: int, cot: Any) -> None:
+        compact.add_cot(d, s, sample, ci, cot)
+        models.add(cot)
+
     done = False
     try:
-        for d, s, sample, gold, ci, cot, ans in _iter_answers(collection, compact.sample, compact.add_cot):
+        for d, s, sample, gold, ci, cot, ans in _iter_answers(collection, compact.sample, on_cot):
             source, truncated, scored = _score(cache, sample, gold, cot, ans, modes, think_tags)
             combination = (d, s, model_name(cot.model), str(cot.instruction), str(cot.cot_trigger), str(ans.answer_extraction))
             compact.add_answer(combination, compact.questions((d, s, sample.id)), ci, truncated, scored)
@@ -626,7 +642,7 @@ def _evaluate_compact(collection: SampleSource, modes: Sequence[Mode], mode: Mod
     by_length = _decode(accuracy_by_length(answers, coded_lengths, on=("sample_id", "cot_index")), names, ("mode", "model"))
     return Evaluation(answers=None, accuracy=accuracy, majority=majority, mode=mode, sampling=sampling, lengths=lengths,
                       reasoning=reasoning_table(lengths), by_length=by_length, coded=answers, names=names,
-                      answers_csv=written)
+                      answers_csv=written, models=models.records())
 
 
 # --------------------------------------------------------------------------- reasoning length

@@ -793,25 +793,47 @@ SAMPLE_DEPTH = 3  # a sample is nested in the file's object, its dataset's objec
 
 def _build(first: tuple[str, Any], ev: Iterator[tuple[str, Any]], path: str, where: dict[str, Any]) -> Any:
     """The value that starts with event ``first`` (a whole sample), from the events that follow; ``where``: the
-    sample's dataset, split and record, for an error."""
-    import ijson
+    sample's dataset, split and record, for an error.
 
+    What ``ijson.ObjectBuilder`` builds (dicts and lists; a repeated key keeps its last value), in one loop over the
+    events with the open containers on a stack: the builder's method call and closure per event were most of the
+    time of a streamed read."""
     event, value = first
-    if event not in ("start_map", "start_array"):
+    if event == "start_map":
+        root: Any = {}
+    elif event == "start_array":
+        root = []
+    else:
         return value
-    builder = ijson.ObjectBuilder()
-    builder.event(event, value)
-    depth = 1
-    while depth:
-        event, value = next(ev)
-        if event in ("start_map", "start_array"):
-            depth += 1
-            if SAMPLE_DEPTH + depth > MAX_JSON_DEPTH:
+    stack = [root]
+    top, in_map, key = root, event == "start_map", None
+    deepest = MAX_JSON_DEPTH - SAMPLE_DEPTH
+    for event, value in ev:
+        if event == "map_key":
+            key = value
+            continue
+        if event == "end_map" or event == "end_array":
+            stack.pop()
+            if not stack:
+                return root
+            top = stack[-1]
+            in_map = type(top) is dict
+            continue
+        if event == "start_map" or event == "start_array":
+            if len(stack) >= deepest:
                 raise DataError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep", path=path, **where)
-        elif event in ("end_map", "end_array"):
-            depth -= 1
-        builder.event(event, value)
-    return builder.value
+            child: Any = {} if event == "start_map" else []
+            if in_map:
+                top[key] = child
+            else:
+                top.append(child)
+            stack.append(child)
+            top, in_map = child, event == "start_map"
+        elif in_map:
+            top[key] = value
+        else:
+            top.append(value)
+    return next(ev)  # the events ended inside the value: what next() raises there (ijson raises first)
 
 
 def _iter_jsonl(p: Path, on_invalid: OnInvalid | None) -> Iterator[Entry]:

@@ -65,7 +65,16 @@ class ReasoningInfo(BaseModel):
 
 def reasoning_info(cot: Any) -> ReasoningInfo | None:
     """The reasoning record of a ``GeneratedCot`` (or of its dict), None for a CoT of a non-reasoning model."""
-    raw = cot.get("reasoning") if isinstance(cot, dict) else getattr(cot, "reasoning", None)
+    if isinstance(cot, dict):
+        raw = cot.get("reasoning")
+    else:
+        extra = getattr(cot, "__pydantic_extra__", None)
+        if isinstance(extra, dict) and "reasoning" not in type(cot).model_fields:
+            # an unknown key of the schema's models: read where pydantic keeps it, not through its __getattr__, which
+            # raises AttributeError (slow) for every CoT without one (called for every CoT and answer evaluated)
+            raw = extra.get("reasoning")
+        else:
+            raw = getattr(cot, "reasoning", None)
     if not isinstance(raw, dict):
         return None
     return ReasoningInfo.model_validate(raw)

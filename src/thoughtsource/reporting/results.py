@@ -101,22 +101,39 @@ def file_info(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"path": str(p), "bytes": size, "sha256": digest.hexdigest()}
 
 
+class ModelRecords:
+    """The models behind generated CoTs, gathered a CoT at a time (:meth:`add`), as :func:`model_records` lists them:
+    what ``evaluate_frame`` collects in its scoring pass, so that a streamed file is not read a second time for them."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+    def add(self, cot: Any) -> None:
+        from ..schema import model_name
+
+        name = model_name(cot.model)
+        params = {k: v for k, v in cot.model.items() if k not in ("name", "sample_index")} if isinstance(cot.model, dict) else {}
+        key = (name, str(cot.api_service), repr(sorted(params.items(), key=str)))
+        rec = self.found.get(key)
+        if rec is None:
+            rec = self.found[key] = {"name": name, "api_service": cot.api_service, "parameters": params,
+                                     "fragments_versions": set(), "cots": 0}
+        rec["cots"] += 1
+        if cot.fragments_version:
+            rec["fragments_versions"].add(cot.fragments_version)
+
+    def records(self) -> list[dict[str, Any]]:
+        """One record per model (name, API service, parameters), in order of first sight, with its CoT count."""
+        return [{**r, "fragments_versions": sorted(r["fragments_versions"])} for r in self.found.values()]
+
+
 def model_records(collection: SampleSource) -> list[dict[str, Any]]:
     """The models behind the collection's generated CoTs: name, parameters, API service, fragments, CoT count."""
-    from ..schema import model_name
-
-    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    found = ModelRecords()
     for _, _, sample in collection.samples():
         for cot in sample.generated_cot:
-            name = model_name(cot.model)
-            params = {k: v for k, v in cot.model.items() if k not in ("name", "sample_index")} if isinstance(cot.model, dict) else {}
-            key = (name, str(cot.api_service), repr(sorted(params.items(), key=str)))
-            rec = found.setdefault(key, {"name": name, "api_service": cot.api_service, "parameters": params,
-                                         "fragments_versions": set(), "cots": 0})
-            rec["cots"] += 1
-            if cot.fragments_version:
-                rec["fragments_versions"].add(cot.fragments_version)
-    return [{**r, "fragments_versions": sorted(r["fragments_versions"])} for r in found.values()]
+            found.add(cot)
+    return found.records()
 
 
 def _cells(frame: pd.DataFrame, extra_keys: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -219,10 +236,12 @@ def _harness_sections(result: Evaluation, mode: str) -> dict[str, Any]:
 
 def results_document(result: Evaluation, collection: SampleSource, *, file: str | os.PathLike[str], mode: str,
                      ks: Sequence[int] | None, out_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """The whole ``results.json`` (see the module docstring)."""
+    """The whole ``results.json`` (see the module docstring).  The models are those ``result`` gathered as it scored
+    ``collection`` (:attr:`~thoughtsource.evaluate.Evaluation.models`); ``collection`` is read again only for a result
+    without them."""
     pooled = {m: result.by_model(m) for m in ("strict", "flexible")}  # type: ignore[arg-type]
     git = git_commit()
-    models = model_records(collection)
+    models = result.models if result.models is not None else model_records(collection)
     versions = package_versions()
     command = ["thoughtsource" if Path(sys.argv[0]).name in ("__main__.py", "thoughtsource") else Path(sys.argv[0]).name,
                *sys.argv[1:]]
@@ -260,4 +279,4 @@ def write_results(path: str | os.PathLike[str], document: dict[str, Any]) -> Pat
     return Path(path)
 
 
-__all__ = ["SCHEMA", "TASK_VERSION", "file_info", "git_commit", "model_records", "package_versions", "results_document", "task_name", "write_results"]
+__all__ = ["SCHEMA", "TASK_VERSION", "ModelRecords", "file_info", "git_commit", "model_records", "package_versions", "results_document", "task_name", "write_results"]
