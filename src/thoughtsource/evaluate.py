@@ -49,8 +49,7 @@ from typing import TYPE_CHECKING, Any
 from .answers import get as type_of
 from .extract import MODES, Extraction, Mode, extract, is_correct, sample_gold, vote_key
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info, split_reasoning, strip_think
-from .reporting.results import ModelRecords
-from .schema import SampleSource, model_name
+from .schema import ModelRecords, SampleSource, model_name
 from .statistics import Z95 as Z95  # re-exported for one release: the estimators live in statistics.py
 from .statistics import (
     bootstrap_interval,
@@ -155,7 +154,7 @@ class Evaluation:
     #: where the answers table was written (``evaluate_frame(answers_csv=...)``; None without answers)
     answers_csv: Path | None = None
     #: the models behind the CoTs scored, gathered in the scoring pass (results.json's ``models``, see
-    #: :class:`~thoughtsource.reporting.results.ModelRecords`); None: not gathered
+    #: :class:`~thoughtsource.schema.ModelRecords`); None: not gathered
     models: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     def _answers_in(self, mode: str, *, scored_only: bool = True) -> pd.DataFrame:

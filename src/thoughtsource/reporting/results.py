@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..io import json_safe, write_json
+from ..schema import ModelRecords
 from ..statistics import binomial_stderr
 
 if TYPE_CHECKING:
@@ -99,32 +100,6 @@ def file_info(path: str | os.PathLike[str]) -> dict[str, Any]:
                 digest.update(chunk)
                 size += len(chunk)
     return {"path": str(p), "bytes": size, "sha256": digest.hexdigest()}
-
-
-class ModelRecords:
-    """The models behind generated CoTs, gathered a CoT at a time (:meth:`add`), as :func:`model_records` lists them:
-    what ``evaluate_frame`` collects in its scoring pass, so that a streamed file is not read a second time for them."""
-
-    def __init__(self) -> None:
-        self.found: dict[tuple[str, str, str], dict[str, Any]] = {}
-
-    def add(self, cot: Any) -> None:
-        from ..schema import model_name
-
-        name = model_name(cot.model)
-        params = {k: v for k, v in cot.model.items() if k not in ("name", "sample_index")} if isinstance(cot.model, dict) else {}
-        key = (name, str(cot.api_service), repr(sorted(params.items(), key=str)))
-        rec = self.found.get(key)
-        if rec is None:
-            rec = self.found[key] = {"name": name, "api_service": cot.api_service, "parameters": params,
-                                     "fragments_versions": set(), "cots": 0}
-        rec["cots"] += 1
-        if cot.fragments_version:
-            rec["fragments_versions"].add(cot.fragments_version)
-
-    def records(self) -> list[dict[str, Any]]:
-        """One record per model (name, API service, parameters), in order of first sight, with its CoT count."""
-        return [{**r, "fragments_versions": sorted(r["fragments_versions"])} for r in self.found.values()]
 
 
 def model_records(collection: SampleSource) -> list[dict[str, Any]]:
