@@ -93,6 +93,25 @@ def main() -> int:
     return 1 if failed else 0
 
 
+def write_test_rows(runs: dict[int, dict[str, Path]], path: Path) -> None:
+    """Every test answer of every seed, arm and iteration (id, digit count, answer given, right or not), gzipped JSON:
+    {seed: {arm: {iteration: [rows]}}}, so every number of the report can be recomputed per problem."""
+    import gzip
+    import json
+
+    from thoughtsource.io import read_json
+
+    rows = {str(seed): {arm: {it.name.removeprefix("iter_"): [
+                {k: r.get(k) for k in ("id", "group", "answer", "predicted", "correct")}
+                for r in read_json(it / "test.json")["rows"]]
+            for it in sorted(run.glob("iter_*"), key=lambda p: int(p.name.removeprefix("iter_"))) if (it / "test.json").is_file()}
+        for arm, run in arms.items()} for seed, arms in runs.items()}
+    tmp = path.with_suffix(".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as fh:
+        json.dump(rows, fh)
+    tmp.replace(path)
+
+
 def report(root: Path, out: Path) -> int:
     import json
 
@@ -114,6 +133,7 @@ def report(root: Path, out: Path) -> int:
         base = root / f"base_{seed}" / "thoughtsource_base.json"
         if base.is_file():
             write_json(out / f"base_{seed}.json", read_json(base))
+    write_test_rows(find_runs(root), out / "test_rows.json.gz")
     print(json.dumps(rep["acceptance"], indent=1))
     return 0
 
