@@ -38,6 +38,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import socket
 import threading
 import time
 import uuid
@@ -653,16 +654,23 @@ def serve(
     """
     import uvicorn
 
+    sock = _bound_and_loaded(backend, host, port)
+    log.info("serving %s at http://%s:%d/v1 (model loaded)", served_model_name, host, sock.getsockname()[1])
+    app = create_app(backend, served_model_name, default_max_tokens)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
+    server.run(sockets=[sock])
+
+
+def _bound_and_loaded(backend: Backend, host: str, port: int) -> socket.socket:
+    """The listening socket, bound before the model loads (a port in use is an error first); closed again if the model
+    cannot load."""
     sock = bind(host, port)
     try:
         load_backend(backend)
     except BaseException:
         sock.close()
         raise
-    log.info("serving %s at http://%s:%d/v1 (model loaded)", served_model_name, host, sock.getsockname()[1])
-    app = create_app(backend, served_model_name, default_max_tokens)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
-    server.run(sockets=[sock])
+    return sock
 
 
 @contextlib.contextmanager
@@ -673,12 +681,7 @@ def run_model_server(
     import uvicorn
 
     backend = backend if backend is not None else make_backend()
-    sock = bind(host, port)
-    try:
-        load_backend(backend)
-    except BaseException:
-        sock.close()
-        raise
+    sock = _bound_and_loaded(backend, host, port)
     server = uvicorn.Server(uvicorn.Config(create_app(backend, served_model_name), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="model-server", daemon=True)
     thread.start()
