@@ -100,6 +100,11 @@ class DatasetOptions:
             raise ConfigError(f"prompts must be one of {PROMPT_SOURCES}, got {self.prompts!r}")
 
 
+def _option(name: str) -> Any:
+    """A read-only attribute of a :class:`DatasetTask` that is its option ``name`` (the options are the only state)."""
+    return property(lambda self: getattr(self.options, name), doc=f"``options.{name}``")
+
+
 class DatasetTask(Task):
     """Problems from a Collection (a registered dataset name or a ThoughtSource file).
 
@@ -118,6 +123,24 @@ class DatasetTask(Task):
     #: the options a subclass sets unless given (its dataset, its splits, its prompts)
     option_defaults: ClassVar[dict[str, Any]] = {}
 
+    prompts: str = _option("prompts")
+    dataset: str = _option("dataset")
+    dataset_name: str | None = _option("name")
+    train_split: str = _option("train_split")
+    test_split: str | None = _option("test_split")
+    n_train: int | None = _option("n_train")
+    n_test: int | None = _option("n_test")
+    test_fraction: float = _option("test_fraction")
+    exemplar_seed: int = _option("exemplar_seed")
+    data_dir: str | None = _option("data_dir")
+    n_dev: int = _option("n_dev")
+    per_iteration: int | None = _option("per_iteration")
+
+    @property
+    def exemplar_split(self) -> str:
+        """Where the reference exemplars come from: ``options.exemplar_split``, else the train split."""
+        return self.options.exemplar_split or self.options.train_split
+
     def __init__(self, options: DatasetOptions | str | None = None, /, **keywords: Any) -> None:
         if not isinstance(options, DatasetOptions):
             options = self.options_for(options, **keywords)
@@ -126,19 +149,6 @@ class DatasetTask(Task):
         if options.prompts == "star" and self.star_prompts is None:
             raise ConfigError("prompts='star' (the STaR authors' prompts) exists for commonsense_qa and gsm8k only")
         self.options = options
-        self.prompts = options.prompts
-        self.dataset = options.dataset
-        self.dataset_name = options.name
-        self.train_split = options.train_split
-        self.test_split = options.test_split
-        self.exemplar_split = options.exemplar_split or options.train_split
-        self.n_train = options.n_train
-        self.n_test = options.n_test
-        self.test_fraction = options.test_fraction
-        self.exemplar_seed = options.exemplar_seed
-        self.data_dir = options.data_dir
-        self.n_dev = options.n_dev
-        self.per_iteration = options.per_iteration
         if options.max_new_tokens:
             self.default_max_new_tokens = options.max_new_tokens  # type: ignore[misc]
         self._splits: dict[str, list[Sample]] | None = None
