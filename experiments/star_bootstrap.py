@@ -32,6 +32,7 @@ ARMS: dict[str, list[str]] = {
     "star": [],
     "verified": ["--filter", "verified"],
     "norat": ["--no-rationalization"],
+    "norat_verified": ["--no-rationalization", "--filter", "verified"],
     "direct": ["--baseline", "direct"],
 }
 
@@ -63,6 +64,12 @@ def main() -> int:
     ap.add_argument("--base-config", type=Path, default=REPO / "configs" / "star" / "bootstrap" / "base.yaml")
     ap.add_argument("--run-config", type=Path, default=REPO / "configs" / "star" / "bootstrap" / "run.yaml")
     ap.add_argument("--report", type=Path, default=None, help="write the report into this folder instead of running")
+    ap.add_argument("--train-seeds", default="",
+                    help="training-noise runs instead: per (seed, arm, train seed) a run of --iterations iterations from the same "
+                         "base, problems and generation seeds, fine-tuned with --train-seed T (into seed_S/ARM@train_T)")
+    ap.add_argument("--iterations", type=int, default=2, help="iterations of each --train-seeds run")
+    ap.add_argument("--bases", type=Path, default=None,
+                    help="folder holding the finished base_<seed> models (default: ROOT); e.g. docs/star-results/bootstrap_v2")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     arms = [a for a in args.arms.split(",") if a.strip()]
@@ -73,9 +80,17 @@ def main() -> int:
         return report(args.root, args.report)
     cli, lock = _cli(), threading.Lock()
     logs = args.root / "logs"
+    if args.train_seeds:
+        return train_seed_runs(args, cli, seeds, arms, [int(t) for t in args.train_seeds.split(",") if t.strip()], lock)
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         bases: dict[int, Future[None]] = {}
+        base_root = args.bases or args.root
         for s in seeds:
+            if args.bases is not None:  # finished bases elsewhere (e.g. the committed ones): nothing to build
+                done: Future[None] = Future()
+                done.set_result(None)
+                bases[s] = done
+                continue
             cmd = [*cli, "star", "base", "--config", str(args.base_config), "--seed", str(s), "--out", str(args.root / f"base_{s}"),
                    "--resume", "--threads", "1"]
             bases[s] = pool.submit(_run, cmd, logs / f"base_{s}.log", lock)
@@ -84,10 +99,38 @@ def main() -> int:
         for arm in arms:
             for s in seeds:
                 bases[s].result()  # an arm starts once its seed's base exists (other bases build meanwhile)
-                cmd = [*cli, "star", "run", "--config", str(args.run_config), "--model", str(args.root / f"base_{s}"),
+                cmd = [*cli, "star", "run", "--config", str(args.run_config), "--model", str(base_root / f"base_{s}"),
                        "--seed", str(s), "--out", str(args.root / f"seed_{s}" / arm), "--resume", "--threads", "1", *ARMS[arm]]
                 runs.append(pool.submit(_run, cmd, logs / f"seed_{s}_{arm}.log", lock))
         failed = [f.exception() for f in runs if f.exception() is not None]
+    for e in failed:
+        print(e, file=sys.stderr)
+    return 1 if failed else 0
+
+
+def train_seed_runs(args: argparse.Namespace, cli: list[str], seeds: list[int], arms: list[str], train_seeds: list[int],
+                    lock: threading.Lock) -> int:
+    """Each (seed, arm) again with other training seeds, seed-major (seed 0's arms first), iterations 1..N only.
+
+    The base, the problems, the prompts and every generation seed are the original run's; only the Trainer's seed
+    (data order, dropout) changes, so the spread between them is what one training run hides."""
+    bases = args.bases or args.root
+    missing = [s for s in seeds if not (bases / f"base_{s}" / "config.json").is_file()]
+    if missing:
+        print(f"no finished base for seeds {missing} under {bases} (run without --train-seeds first)", file=sys.stderr)
+        return 2
+    jobs = []
+    for s in seeds:
+        for t in train_seeds:
+            for arm in arms:
+                out = args.root / f"seed_{s}" / f"{arm}@train_{t}"
+                cmd = [*cli, "star", "run", "--config", str(args.run_config), "--model", str(bases / f"base_{s}"), "--seed", str(s),
+                       "--train-seed", str(t), "--set", f"iterations={args.iterations}", "--out", str(out), "--resume",
+                       "--threads", "1", *ARMS[arm]]
+                jobs.append((cmd, args.root / "logs" / f"seed_{s}_{arm}@train_{t}.log"))
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        futures = [pool.submit(_run, cmd, log, lock) for cmd, log in jobs]
+        failed = [f.exception() for f in futures if f.exception() is not None]
     for e in failed:
         print(e, file=sys.stderr)
     return 1 if failed else 0

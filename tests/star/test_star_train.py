@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from thoughtsource.star.config import StarConfig, StepSchedule
@@ -121,3 +123,26 @@ def test_last_partial_batch_is_kept_and_training_moves_the_weights(tmp_path) -> 
     assert not torch.equal(dict(model.named_parameters())[name], dict(base.named_parameters())[name])
     ckpt = save_checkpoint(model, tok, tmp_path / "ckpt")
     assert (ckpt / "config.json").exists() and not list(tmp_path.glob(".ckpt-*"))
+
+
+def test_train_seed_changes_only_the_training_run(tmp_path) -> None:
+    """``train_seed`` is the Trainer's seed alone: the same value as ``seed`` gives the same weights as leaving it unset,
+    another value another data order (other weights); a run made before the field resumes (its fields compare equal)."""
+    import torch
+
+    from thoughtsource.star.train import train
+
+    base = Path(__file__).resolve().parents[2] / "docs" / "star-results" / "bootstrap_v2" / "base_0"
+    recs = [TrainingRecord(str(i), f"Input:\n{i} + {i + 3}\nTarget:\n", f"{2 * i + 3}") for i in range(12)]
+
+    def weights(**seeds: int | None) -> dict[str, torch.Tensor]:
+        cfg = StarConfig(batch_size=2, lr=1e-3, steps=StepSchedule(first=4, warmup_steps=0), checkpoint_every=0, **seeds)
+        model, _, _ = train(cfg, str(base), recs, 4, tmp_path / f"work_{seeds}", show_progress=False)
+        return {k: v.detach().clone() for k, v in model.named_parameters()}
+
+    default, same, other = weights(seed=3), weights(seed=3, train_seed=3), weights(seed=3, train_seed=7)
+    assert all(torch.equal(default[k], same[k]) for k in default)
+    assert any(not torch.equal(default[k], other[k]) for k in default)
+    assert "train_seed" not in StarConfig(seed=3).result_fields()
+    assert StarConfig(seed=3, train_seed=7).result_fields()["train_seed"] == 7
+    assert StarConfig(seed=3, train_seed=7).training_seed == 7 and StarConfig(seed=3).training_seed == 3

@@ -59,7 +59,7 @@ RUN_OPTIONS = [
     *options(RunTaskOptions, "per_iteration", "pool_size", "n_dev"),
     *options(StarConfig, "generation.threads", {"path": "report_to", "type": str}, "checkpoint_every"),
     *options(RunTaskOptions, "prompts"),
-    *options(StarConfig, "seed"),
+    *options(StarConfig, "seed", "train_seed"),
 ]
 
 

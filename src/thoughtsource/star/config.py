@@ -194,6 +194,9 @@ class StarConfig(_Strict):
     bf16: bool = Field(False, description="bf16 mixed-precision training: fp32 master weights, bf16 autocast")
     lora: LoraOptions = Field(default_factory=LoraOptions)
     seed: int = Field(0, description="The run's seed.")
+    train_seed: int | None = Field(
+        None, description="Seed of fine-tuning alone (the Trainer's data order, dropout); None: the run's seed. Another value is "
+                          "another training run on the same problems, prompts and generation seeds.")
     generation: GenerationOptions = Field(default_factory=GenerationOptions)
     keep_checkpoints: bool = Field(True, description="False: delete iteration N-1's checkpoint once iteration N is trained")
     checkpoint_every: int = Field(
@@ -207,6 +210,11 @@ class StarConfig(_Strict):
     @classmethod
     def _report_to(cls, v: Any) -> Any:
         return [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v
+
+    @property
+    def training_seed(self) -> int:
+        """The Trainer's seed: ``train_seed``, else the run's ``seed``."""
+        return self.seed if self.train_seed is None else self.train_seed
 
     def report_to_list(self) -> list[str]:
         """The Trainer's ``report_to``: [] for none."""
@@ -250,6 +258,8 @@ class StarConfig(_Strict):
         d = self.model_dump(mode="json")
         for k in ("iterations", "keep_checkpoints", "checkpoint_every", "report_to"):
             d.pop(k)
+        if d["train_seed"] is None:  # the default, as runs made before the field compare
+            d.pop("train_seed")
         for k in ("batch_size", "threads", "backend", "store", "dtype", "wait_timeout_s", "decoder"):
             d["generation"].pop(k)
         server = d["generation"].pop("server")
