@@ -2,6 +2,12 @@
 
     python experiments/star_bootstrap.py --seeds 0,1,2 --parallel 2          # build / resume everything
     python experiments/star_bootstrap.py --seeds 0,1 --report docs/star-results/bootstrap   # tables, plots, metrics
+    # issue 41's ablations from the committed bases: norat + verified in full, then iterations 1-2 per training seed
+    python experiments/star_bootstrap.py --root star_runs/ablations --bases docs/star-results/bootstrap_v2 --arms norat_verified
+    python experiments/star_bootstrap.py --root star_runs/ablations --bases docs/star-results/bootstrap_v2 \\
+        --arms star,verified,norat,norat_verified --train-seeds 101,102 --iterations 2
+    python experiments/star_bootstrap.py --root star_runs/ablations --bases docs/star-results/bootstrap_v2 \\
+        --ablations-report docs/star-results/bootstrap_v2
 
 For each seed s it runs, as separate processes with one torch thread each (``--parallel`` at a time):
 
@@ -70,6 +76,9 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=2, help="iterations of each --train-seeds run")
     ap.add_argument("--bases", type=Path, default=None,
                     help="folder holding the finished base_<seed> models (default: ROOT); e.g. docs/star-results/bootstrap_v2")
+    ap.add_argument("--ablations-report", type=Path, default=None,
+                    help="write ablations.md/json into this folder (the --train-seeds reruns and norat_verified of ROOT beside the "
+                         "original runs' metrics in --bases) instead of running")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     arms = [a for a in args.arms.split(",") if a.strip()]
@@ -78,6 +87,8 @@ def main() -> int:
         ap.error(f"unknown arms {unknown}; known: {', '.join(ARMS)}")
     if args.report is not None:
         return report(args.root, args.report)
+    if args.ablations_report is not None:
+        return ablations_report(args.bases or args.root, args.root, seeds, args.ablations_report)
     cli, lock = _cli(), threading.Lock()
     logs = args.root / "logs"
     if args.train_seeds:
@@ -134,6 +145,22 @@ def train_seed_runs(args: argparse.Namespace, cli: list[str], seeds: list[int], 
     for e in failed:
         print(e, file=sys.stderr)
     return 1 if failed else 0
+
+
+def ablations_report(originals: Path, root: Path, seeds: list[int], out: Path) -> int:
+    from thoughtsource.io import write_json
+    from thoughtsource.star.analysis.ablations import markdown, report
+
+    rep = report(originals, root, seeds)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "ablations.json", rep)
+    (out / "ablations.md").write_text(markdown(rep) + "\n", encoding="utf-8")
+    for s in seeds:  # the full norat_verified runs' metrics beside the other arms'
+        full = root / f"seed_{s}" / "norat_verified" / "metrics.json"
+        if full.is_file():
+            shutil.copyfile(full, out / f"seed_{s}_norat_verified_metrics.json")
+    print(f"wrote {out / 'ablations.md'}")
+    return 0
 
 
 def write_test_rows(runs: dict[int, dict[str, Path]], path: Path) -> None:
