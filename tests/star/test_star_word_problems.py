@@ -1,0 +1,50 @@
+"""Issue 41's pre-registered split on the real raw files, and its context lines."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from thoughtsource.collection import Collection
+from thoughtsource.schema import Sample
+from thoughtsource.star.word_problems import context_lines, question_key, question_numbers, source_of, split, write_split
+
+
+@pytest.fixture(scope="module")
+def parts(shared_data: Path):  # noqa: ANN201
+    return split(shared_data)
+
+
+@pytest.mark.slow
+def test_the_split_is_as_preregistered(parts) -> None:  # noqa: ANN001
+    c = parts.counts()
+    assert c["test"] >= 1000 and c["dev"] == 200
+    assert c["test"] + c["dropped_from_test"] == 384 + 504 + 400  # MAWPS fold-0 dev, ASDiv-A folds 3-4, 400 SVAMP
+    assert c["dev"] + c["train"] == 1537 + 714 + 600
+    pool = {question_key(s.question) for s in parts.dev + parts.train}
+    assert not any(question_key(s.question) in pool for s in parts.test)  # no test question is trained on
+    assert not {s.id for s in parts.dev} & {s.id for s in parts.train}
+    assert all(s.id.startswith("mawps-dev-") for s in parts.test if source_of(s) == "mawps")
+    assert all(s.id.startswith("mawps-train-") for s in parts.dev + parts.train if source_of(s) == "mawps")
+
+
+@pytest.mark.slow
+def test_the_split_is_the_same_every_time_and_loads_as_a_thoughtsource_file(parts, shared_data: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    again = write_split(tmp_path / "wp.json", shared_data)
+    assert [s.id for s in again.test] == [s.id for s in parts.test] and [s.id for s in again.dev] == [s.id for s in parts.dev]
+    coll = Collection.load(tmp_path / "wp.json")
+    assert {k: len(v) for k, v in coll["word_problems"].items()} == {"train": len(parts.train), "dev": 200, "test": len(parts.test)}
+
+
+def test_context_lines_score_what_they_say() -> None:
+    def sample(i: int, q: str, a: str) -> Sample:
+        return Sample(id=f"chal-{i}", question=q, answer=[a], type="number", choices=[], cot=[])
+
+    assert question_numbers("He had 1,200 coins and 3.5 kg, then 7.") == [Fraction(1200), Fraction(7, 2), Fraction(7)]
+    dev = [sample(1, "Tom has 9 apples and eats 4.", "5"), sample(2, "A box of 8 holds 3 more.", "5")]
+    test = [sample(3, "Ann has 10 pens and gives 3.", "7"), sample(4, "2 cats and 5 dogs.", "7"), sample(5, "6 rows of 4.", "24")]
+    r = context_lines(dev, test)
+    assert r["first_two_numbers"]["operation"] == "-" and r["first_two_numbers"]["right"] == 1
+    assert r["add_all_numbers"]["right"] == 1 and r["first_two_numbers_oracle"]["right"] == 3
