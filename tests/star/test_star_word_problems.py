@@ -13,12 +13,12 @@ from thoughtsource.star.word_problems import context_lines, question_key, questi
 
 
 @pytest.fixture(scope="module")
-def parts(shared_data: Path):  # noqa: ANN201
+def parts(shared_data: Path):
     return split(shared_data)
 
 
 @pytest.mark.slow
-def test_the_split_is_as_preregistered(parts) -> None:  # noqa: ANN001
+def test_the_split_is_as_preregistered(parts) -> None:
     c = parts.counts()
     assert c["test"] >= 1000 and c["dev"] == 200
     assert c["test"] + c["dropped_from_test"] == 384 + 504 + 400  # MAWPS fold-0 dev, ASDiv-A folds 3-4, 400 SVAMP
@@ -31,7 +31,7 @@ def test_the_split_is_as_preregistered(parts) -> None:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_the_split_is_the_same_every_time_and_loads_as_a_thoughtsource_file(parts, shared_data: Path, tmp_path: Path) -> None:  # noqa: ANN001
+def test_the_split_is_the_same_every_time_and_loads_as_a_thoughtsource_file(parts, shared_data: Path, tmp_path: Path) -> None:
     again = write_split(tmp_path / "wp.json", shared_data)
     assert [s.id for s in again.test] == [s.id for s in parts.test] and [s.id for s in again.dev] == [s.id for s in parts.dev]
     coll = Collection.load(tmp_path / "wp.json")
