@@ -59,10 +59,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .answers import ANSWER_TYPES, MODES, NONE, Extraction, Mode, Source, get
-from .answers.base import normalize_text, text_f1
+from .answers import ANSWER_TYPES, MODES, NONE, TRUNCATED, Extraction, Mode, Source, get
+from .answers.base import ends_in_phrase, normalize_text, text_f1
 from .answers.latex import last_boxed, latex_key, math_equal
 from .answers.number import numbers_equal
+from .reasoning import strip_think
 
 __all__ = [
     "MODES",
@@ -103,6 +104,12 @@ def extract(
         return NONE
     if mode not in MODES:
         raise ValueError(f"mode must be 'strict' or 'flexible', got {mode!r}")
+    if "<think>" in text or "</think>" in text:
+        text = strip_think(text)
+        if not text:
+            return TRUNCATED  # cut off mid-thought ("<think>... so the answer is"): no answer in any mode
+    if source == "cot" and ends_in_phrase(text):
+        return TRUNCATED  # "... 3 + 4 = 7, so the answer is": cut off where it stated its answer
     if shortcut and source == "extraction" and len(text) < 200:
         bare = t.bare(text, choices)
         if bare is not None:
