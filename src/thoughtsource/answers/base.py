@@ -282,11 +282,19 @@ def sentence_at(text: str, pos: int) -> str:
     return answer_span(text, pos, _SENTENCE_END)
 
 
+def sentence_start(text: str, pos: int) -> int:
+    """Where the sentence holding ``text[pos]`` starts (after the last sentence end before it)."""
+    start = 0
+    for m in SPAN_END.finditer(text, 0, pos):
+        start = m.end()
+    return start
+
+
 # A value stated under a condition: "18 if no tax applies", "20 with tax", "$12 before the discount", "5 otherwise".
 # "if", "unless", "when", "otherwise" ... are the strong conditions; "with/without", "before/after" are weak (as often
 # a part of the story: "8 apples with her"), so only beside a strong one.
 _UNDER = re.compile(
-    r"(?<![\w.])(\d[\d,.]*)(?:\s+[A-Za-z$%]+){0,2}?\s+"
+    r"(?<![\w.])(\d[\d,.]*)[$%})\]]*(?:\s+[A-Za-z$%]+){0,2}?\s+"
     r"(?:(if|unless|when|assuming|provided|otherwise|else|in\s+case)|with|without|before|after|including|excluding)\b",
     re.I,
 )

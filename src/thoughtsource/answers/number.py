@@ -29,6 +29,7 @@ from .base import (
     conditional,
     exact_side,
     sentence_at,
+    sentence_start,
 )
 
 # The digits of a whole number: grouped by commas ("1,000") or by spaces ("10 000", "1 250 000"; also the no-break and
@@ -244,14 +245,6 @@ def _latex_numbers(text: str) -> str:
     return _TEX_POWER.sub(_power, text)
 
 
-def _sentence_start(text: str, pos: int) -> int:
-    """Where the sentence holding ``text[pos]`` starts."""
-    start = 0
-    for m in SPAN_END.finditer(text, 0, pos):
-        start = m.end()
-    return start
-
-
 def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True) -> Extraction:
     phrases = _number_phrases(text, source, open_end)
     if phrases is None:
@@ -278,7 +271,7 @@ def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True
         for m in NUM.finditer(text):
             last = m
         if last is not None:
-            if conditional(sentence_at(text, _sentence_start(text, last.start()))):
+            if conditional(sentence_at(text, sentence_start(text, last.start()))):
                 return CONDITIONAL
             value = _num_value(last)
             if value is not None:
