@@ -14,7 +14,13 @@ Two modes, reported separately (as lm-evaluation-harness does with its ``strict-
     "the answer is"), or an explicit phrase in the text ("the answer is", "Answer:", "the correct
     option is", "####", ``\\boxed{}``).  Only the first sentence after the phrase is read.  When
     several phrases occur, the last one that states an answer wins (an answer stated and then
-    revised counts as revised); a phrase followed by "not" is skipped.  Numbers: a phrase that restates
+    revised counts as revised, and so does a self-correction after an answer: "The answer is C. Wait, no: it
+    must be B." is B); a phrase followed by "not" is skipped, and so is a verdict on an answer given before ("I
+    conclude that my answer is correct.").  PRM800K's "# Answer" line takes the line under it, GSM8K's "#### 72"
+    the value after it (a markdown heading "## Step 1" is no answer).  An answer that depends on a condition ("18
+    if no tax applies, and 20 with tax") is ``conditional``, and a text cut off while it thinks (an unclosed
+    ``<think>``) or right after its answer phrase ("... so the answer is", a CoT) is ``truncated``: neither has an
+    answer in any mode.  Numbers: a phrase that restates
     the answer in another form ("The answer (as a fraction) is 1/4") never overrides the one before it,
     and a text cut off inside the sentence of its last answer phrase ("... The answer is 6", of 6000?)
     is ``truncated`` when it is a CoT (an extraction output keeps the answer at its start).
@@ -31,8 +37,9 @@ Per type, inside the sentence after an answer phrase:
     joined as a list ("B or C", "(A), (B), or (D)", "A and B") are ``ambiguous``.  A bare capital
     "A"/"I" followed by a lower-case word is read as an article/pronoun, not as a letter.
 ``number`` -> ``float``
-    "-3", "−3", "1,000", "$5.50", "50%", "3/4", "3 1/2", ".5", "12 km/h"; after an "=" the result is
-    taken ("3 x 15 = 45" -> 45); a few number words ("twelve").  Two numbers joined by "or" are
+    "-3", "−3", "1,000", "10 000" (not a list: "5 10"), "1e3", "2.5\\times10^{3}", "$5.50", "50%", "3/4",
+    "3 1/2", ".5", "12 km/h"; after an "=" the result is taken ("3 x 15 = 45" -> 45), after a "≈" the rounding
+    ("268.083... ≈ 268" -> 268; "1/3 ≈ 0.33" -> 1/3); a few number words ("twelve").  Two numbers joined by "or" are
     ``ambiguous``.  Compared exactly (:func:`numbers_equal`): integers exactly, decimals at the precision the
     gold states (gold 3.5 accepts 3.50, not 3.5004), fractions as fractions; a value of 15 or more significant
     digits (a float's repr, a fraction that does not terminate) stands for the number it rounds.
@@ -47,8 +54,10 @@ Per type, inside the sentence after an answer phrase:
 ``collection`` -> ``frozenset[str]``
     the items of that sentence split on commas, semicolons, "and", slashes and new lines, normalized.
 ``math`` -> ``str`` (LaTeX)
-    think blocks dropped, then the last ``\\boxed{}``, else the math after "the (final) answer is"; compared with
-    math-verify after a fast path for identical LaTeX and plain numbers.
+    think blocks dropped, then the last ``\\boxed{}`` (its label and approximation read: "\\text{answer: 12}" and
+    "268.083\\ldots \\approx 268" are 12 and 268), else the math after the last answer phrase ("the (final) answer
+    is", "# Answer", "####"; a sentence in words is no math answer); compared with math-verify after a fast path
+    for identical LaTeX and plain numbers.
 
 Each type lives in its own module of :mod:`thoughtsource.answers` (registry ``ANSWER_TYPES``); this module is the
 entry point that dispatches to them.  All patterns are compiled once at import; per-choice-list patterns are cached.
@@ -59,10 +68,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .answers import ANSWER_TYPES, MODES, NONE, Extraction, Mode, Source, get
-from .answers.base import normalize_text, text_f1
+from .answers import ANSWER_TYPES, MODES, NONE, TRUNCATED, Extraction, Mode, Source, get
+from .answers.base import ends_in_phrase, normalize_text, text_f1
 from .answers.latex import last_boxed, latex_key, math_equal
 from .answers.number import numbers_equal
+from .reasoning import strip_think
 
 __all__ = [
     "MODES",
@@ -103,6 +113,12 @@ def extract(
         return NONE
     if mode not in MODES:
         raise ValueError(f"mode must be 'strict' or 'flexible', got {mode!r}")
+    if "<think>" in text or "</think>" in text:
+        text = strip_think(text)
+        if not text:
+            return TRUNCATED  # cut off mid-thought ("<think>... so the answer is"): no answer in any mode
+    if source == "cot" and ends_in_phrase(text):
+        return TRUNCATED  # "... 3 + 4 = 7, so the answer is": cut off where it stated its answer
     if shortcut and source == "extraction" and len(text) < 200:
         bare = t.bare(text, choices)
         if bare is not None:

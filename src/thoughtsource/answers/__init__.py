@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import UnknownNameError
 from ..schema import Sample
-from .base import AMBIGUOUS, MODES, NONE, TRUNCATED, AnswerType, Extraction, Mode, Source
+from .base import AMBIGUOUS, CONDITIONAL, MODES, NONE, TRUNCATED, AnswerType, Extraction, Mode, Source
 from .boolean import Bool
 from .collection import Collection
 from .latex import Math
@@ -18,7 +18,7 @@ from .multiplechoice import MultipleChoice
 from .number import Number
 from .text import Text
 
-__all__ = ["AMBIGUOUS", "ANSWER_TYPES", "MODES", "NONE", "TRUNCATED", "AnswerType", "Extraction", "Mode", "Source", "UnknownAnswerType", "get",
+__all__ = ["AMBIGUOUS", "ANSWER_TYPES", "CONDITIONAL", "MODES", "NONE", "TRUNCATED", "AnswerType", "Extraction", "Mode", "Source", "UnknownAnswerType", "get",
            "semantic_problems"]
 
 #: Every answer type by name (``Sample.type``), in the order of ``schema.ANSWER_TYPES``.

@@ -29,6 +29,7 @@ class Extraction(NamedTuple):
 NONE = Extraction(None, "none")
 AMBIGUOUS = Extraction(None, "ambiguous")
 TRUNCATED = Extraction(None, "truncated")  # the text was cut off while it stated its answer
+CONDITIONAL = Extraction(None, "conditional")  # "18 if no tax applies, and 20 with tax": no single answer
 
 
 class AnswerType:
@@ -143,19 +144,65 @@ class AnswerType:
 _MARKDOWN = re.compile(r"\*\*|__|`|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)")
 _NEXT_QUESTION = re.compile(r"\n\s*(?:Q|Question)\s*:", re.I)
 _LATEX_FRAC = re.compile(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}")
+# Every answer phrase of every type (one rule set: the number, math, choice, yes/no, text and list types all read the
+# answer after these).  ``line``: PRM800K's "# Answer" line, the answer on the line under it; ``fix``: a self-correction ("Wait, no: it must be B"), an answer phrase only after another one.
 ANCHOR = re.compile(
     r"""
-    \banswer(?:\s+choice)?(?:\s*\([^()\n]{0,40}\))?\s*(?:is|would\s+be|will\s+be|should\s+be|must\s+be|=|:)(?:\s*:)?
+    (?P<line>^[ \t]*\#{1,4}[ \t]*(?:final[ \t]+)?answer[ \t]*:?[ \t]*$)
+  | \banswer(?:\s+choice)?(?:\s*\([^()\n]{0,40}\))?\s*(?:is|would\s+be|will\s+be|should\s+be|must\s+be|=|:)(?:\s*:)?
   | \b(?:correct|right|best|most\s+likely)\s+(?:option|choice|response)\s*(?:is|would\s+be|will\s+be|:)(?:\s*:)?
   | \banswer\s+to\s+[^.?!\n]{1,80}?\s+is\b
   | \bI\s+(?:would|will|'d)\s+(?:choose|pick|select|go\s+with)\b
-  | ^[ \t]*\#{2,4}
+  | ^[ \t]*\#{2,4}(?=[ \t]*(?:[^\s\#A-Za-z]|[A-Za-z][ \t]*(?:[.)]|$)))(?![ \t]*\d+[.)][ \t]+[A-Za-z])
   | \\(?:boxed|fbox)\{
+  | (?P<fix>(?<![\w'])(?:wait|actually|oops|correction|sorry|hold\s+on|no(?=\s*[,:;!.\u2014-]))\b[\s,.:;!\u2014-]*
+        (?:(?:no|wait|sorry|actually|I\s+was\s+wrong|I\s+made\s+a\s+mistake)\b[\s,.:;!\u2014-]*)*
+        (?:it|that|this|the\s+(?:correct\s+)?(?:one|result|value))
+        (?:\s+(?:must|should|has\s+to|would|will)\s+be|\s+is\s+actually|'s\s+actually|\s+is|'s)\b)
     """,
     re.I | re.X | re.M,
 )
 # Every answer phrase contains one of these (lower-case) strings; texts without any skip the regex.
-ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with")
+ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with",
+               "wait", "actually", "oops", "correction", "sorry", "hold on", "no,", "no:", "no;", "no!", "no.", "no\u2014",
+               "no -")
+# What an answer phrase says of an answer given before it, not an answer: "I conclude that my answer is correct.",
+# "the answer is as follows:"; "right"/"wrong" only of "my/our/this/that answer" ("The answer is right." may answer
+# "Which way?").
+_VERDICT = re.compile(
+    r"\s*(?:(?:indeed|definitely|clearly|certainly|probably|likely|now|also|still|most\s+likely)\s+)?"
+    r"(?:(?P<judged>correct|incorrect|valid|invalid|reasonable|accurate|consistent|confirmed|verified|justified|"
+    r"plausible|sensible|right|wrong)(?=\s*(?:[.!?,;)]|$|\s+(?:because|since|as|and|but|so|now|then|here)\b))"
+    r"|as\s+follows|(?:given|shown|stated|written)\s+(?:below|above)|below\b|above\b|the\s+following\b)",
+    re.I,
+)
+_OWN_ANSWER = re.compile(r"\b(?:my|our|this|that)\s+(?:final\s+)?$", re.I)
+
+
+def answer_phrases(text: str, source: Source) -> list[re.Match[str]]:
+    """The answer phrases of ``text`` (:data:`ANCHOR`) in order, without verdicts on an answer ("my answer is
+    correct") and without self-corrections that no answer precedes ("Wait, it is 3 per box" mid-reasoning; an
+    extraction output's start is an answer)."""
+    low = text.lower()
+    if not any(k in low for k in ANCHOR_KEYS):
+        return []
+    out: list[re.Match[str]] = []
+    answered = source == "extraction"
+    for m in ANCHOR.finditer(text):
+        if m.group("fix") is not None and not answered:
+            continue
+        v = _VERDICT.match(text, m.end())
+        if v is not None and (
+            v.group("judged") is None
+            or v.group("judged").lower() not in ("right", "wrong")
+            or _OWN_ANSWER.search(text, max(0, m.start() - 30), m.start())
+        ):
+            continue
+        out.append(m)
+        answered = True
+    return out
+
+
 _LEAD = re.compile(r"""^(?:[\s:="'“‘(\[{>*_,–—]|-(?![\d$.])|\.(?!\d)|\$(?![\d.-]))*""")
 SPAN_END = re.compile(r"\.(?=\s|$)|[!?;](?=\s|$)|\n|\}")
 NEGATED = re.compile(r"(?:not|n't|neither)\b", re.I)
@@ -201,13 +248,17 @@ def answer_span(text: str, start: int, end_re: re.Pattern[str] | None = None) ->
     return chunk[: m.start()] if m else chunk
 
 
+def ends_in_phrase(text: str) -> bool:
+    """Whether ``text`` ends with an answer phrase and nothing after it ("... so the answer is", "#### "): it was cut
+    off where it stated its answer."""
+    tail = text[text.rfind("\n", 0, max(0, len(text) - 300)) + 1 :]  # whole lines: "^" of "#### " is a line start
+    phrases = answer_phrases(tail, "extraction")  # "Wait, no, it must be" too
+    return bool(phrases) and not tail[phrases[-1].end() :].strip(" \t\n:*_")
+
+
 def answer_spans(text: str, source: Source, end_re: re.Pattern[str] | None = None) -> list[tuple[int, str]]:
     """(position, sentence) after each answer phrase, last phrase first."""
-    low = text.lower()
-    if any(k in low for k in ANCHOR_KEYS):
-        out: list[tuple[int, str]] = [(m.end(), answer_span(text, m.end(), end_re)) for m in ANCHOR.finditer(text)]
-    else:
-        out = []
+    out = [(m.end(), answer_span(text, m.end(), end_re)) for m in answer_phrases(text, source)]
     if source == "extraction":
         out.insert(0, (0, answer_span(text, 0, end_re)))
     out.reverse()
@@ -224,6 +275,61 @@ def affirmed(text: str, pos: int, span: str, end_re: re.Pattern[str] | None = No
     stop = _SENTENCE_END.search(text, start)
     m = AFFIRMED.search(text, start, stop.start() if stop else len(text))
     return answer_span(text, m.end(), end_re) if m else None
+
+
+def sentence_at(text: str, pos: int) -> str:
+    """The sentence of ``text`` from ``pos`` (up to ".", "!", "?", a new line or "}"; a ";" does not end it)."""
+    return answer_span(text, pos, _SENTENCE_END)
+
+
+def sentence_start(text: str, pos: int) -> int:
+    """Where the sentence holding ``text[pos]`` starts (after the last sentence end before it)."""
+    start = 0
+    for m in SPAN_END.finditer(text, 0, pos):
+        start = m.end()
+    return start
+
+
+# A value stated under a condition: "18 if no tax applies", "20 with tax", "$12 before the discount", "5 otherwise".
+# "if", "unless", "when", "otherwise" ... are the strong conditions; "with/without", "before/after" are weak (as often
+# a part of the story: "8 apples with her"), so only beside a strong one.
+_UNDER = re.compile(
+    r"(?<![\w.])(\d[\d,.]*)[$%})\]]*(?:\s+[A-Za-z$%]+){0,2}?\s+"
+    r"(?:(if|unless|when|assuming|provided|otherwise|else|in\s+case)|with|without|before|after|including|excluding)\b",
+    re.I,
+)
+
+
+def conditional(sentence: str) -> bool:
+    """Whether an answer sentence gives different answers under different conditions ("18 if no tax applies, and 20
+    with tax", "12 if she walks, 8 otherwise"): two different values each stated under a condition, one of them an
+    "if" (or "unless", "when", "otherwise" ...).  Such an answer is no single answer; "if she paid $10, she was left
+    with $5" (a premise, then its result) is one."""
+    values: set[str] = set()
+    strong = False
+    for m in _UNDER.finditer(sentence):
+        values.add(m.group(1).rstrip(".,").replace(",", ""))
+        strong = strong or m.group(2) is not None
+    return strong and len(values) > 1
+
+
+_APPROX = re.compile(r"\\approx|≈|\\simeq")
+_ELIDED = re.compile(r"\\[lc]?dots|\.\.\.|…")
+# An exact form of a value: a fraction, a root, pi, a power ("\frac{1}{3} \approx 0.33" answers 1/3).
+EXACT_FORM = re.compile(r"\\[dt]?frac|\\sqrt|\\pi|/|\^")
+
+
+def exact_side(s: str, exact: re.Pattern[str] = EXACT_FORM) -> str:
+    r"""What an answer with an approximation states: the value left of the (last) "≈" / ``\approx`` where it is an
+    exact form (``exact``) written out ("\frac{1}{3} \approx 0.33"), else the value right of it, the rounding of a
+    decimal ("268.083\ldots \approx 268", "x \approx 2.5"); ``s`` itself without one."""
+    parts = _APPROX.split(s)
+    if len(parts) == 1:
+        return s
+    left = parts[-2].rsplit("=", 1)[-1]
+    if exact.search(left) and not _ELIDED.search(left):
+        return left.strip()
+    return parts[-1].strip()
 
 
 # ---------------------------------------------------------------------------------------------

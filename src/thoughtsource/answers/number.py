@@ -14,8 +14,7 @@ from typing import Any
 from ..schema import parse_number
 from .base import (
     AMBIGUOUS,
-    ANCHOR,
-    ANCHOR_KEYS,
+    CONDITIONAL,
     NONE,
     SPAN_END,
     TRUNCATED,
@@ -24,12 +23,31 @@ from .base import (
     Mode,
     Source,
     affirmed,
+    answer_phrases,
     answer_span,
     clean_text,
+    conditional,
+    exact_side,
+    sentence_at,
+    sentence_start,
 )
 
+# The digits of a whole number: grouped by commas ("1,000") or by spaces ("10 000", "1 250 000"; also the no-break and
+# thin spaces of typeset text), else plain.  Space groups are read only where they cannot be a list of numbers: every
+# group after the first has three digits, no number comes right before ("5 100" after "3 ") or after ("100 200 30"),
+# and a list goes on after them ("100 200 and 300") only where a group starts with 0 ("10 000 and 20 000").
+_GROUP_SPACE = "[ \u00a0\u2009\u202f]"
+_SPACED = rf"(?<!\d\s)(?<!\d,\s)\d{{1,3}}(?:{_GROUP_SPACE}\d{{3}})"
+_SPACED_END = rf"(?!{_GROUP_SPACE}?\d)"
+INTEGER = (
+    r"\d{1,3}(?:,\d{3})+(?!\d)"
+    rf"|{_SPACED}*{_GROUP_SPACE}0\d\d(?:{_GROUP_SPACE}\d{{3}})*{_SPACED_END}"
+    rf"|{_SPACED}+{_SPACED_END}(?!\s*(?:,|\band\b|\bor\b)\s*[$€£¥]?\d)"
+    r"|\d+"
+)
+EXPONENT = r"[eE][-+]?\d{1,3}(?!\w)"  # scientific notation: "1e3", "2.5E-4"
 NUM = re.compile(
-    r"""
+    rf"""
     (?<![\w.,/])
     (?P<neg>[-−](?=\s?[$€£¥]?\s?[\d.]))?\s?
     [$€£¥]?\s?
@@ -37,12 +55,21 @@ NUM = re.compile(
     (?:
         (?P<mw>\d+)\s+(?P<mn>\d+)/(?P<md>\d+)(?![\d/])
       | (?P<fn>\d+)\s*/\s*(?P<fd>\d+)(?![\d/])
-      | (?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?P<dec>\.\d+)?
+      | (?P<int>{INTEGER})(?P<dec>\.\d+)?(?P<exp>{EXPONENT})?
       | (?P<dec0>\.\d+)
     )
     """,
     re.X,
 )
+_PLAIN_NUMBER = re.compile(rf"[-−]?(?:(?:{INTEGER})(?:\.\d+)?|\.\d+)(?:{EXPONENT})?")
+
+
+def plain_number(s: str) -> float | None:
+    """The value of ``s`` when it is one number written plainly ("-1,250", "10 000", "2.5", "1e3"), else None."""
+    s = s.strip()
+    if not _PLAIN_NUMBER.fullmatch(s):
+        return None
+    return float(re.sub(_GROUP_SPACE + "|,", "", s).replace("−", "-"))
 _UNITS = {
     w: i
     for i, w in enumerate(
@@ -107,12 +134,17 @@ def _num_value(m: re.Match[str]) -> float | None:
         den = float(g["fd"])
         return sign * float(g["fn"]) / den if den else None
     if g["int"] is not None:
-        return sign * float(g["int"].replace(",", "") + (g["dec"] or ""))
+        return sign * float(re.sub(_GROUP_SPACE + "|,", "", g["int"]) + (g["dec"] or "") + (g["exp"] or ""))
     return sign * float(g["dec0"])
+
+
+# An exact value before an approximation that the number type reads: a fraction ("1/3 ≈ 0.33" is 1/3).
+_EXACT_NUMBER = re.compile(r"^\s*[-−]?\d+\s*/\s*\d+\s*$")
 
 
 def _number_in_span(span: str) -> Extraction | None:
     rule = "number:after-phrase"
+    span = exact_side(span, _EXACT_NUMBER)  # "268.083... ≈ 268" is 268
     if "=" in span:
         tail = span.rsplit("=", 1)[1]
         if any(c.isdigit() for c in tail):
@@ -156,13 +188,13 @@ def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[int
     output, whose start is its answer, loses only that cut phrase.  ``open_end``: the text as written (before
     mark-up was removed) ends in a digit ("**1,250**" is closed)."""
     out: list[tuple[int, str, bool]] = []
-    low = text.lower()
-    if any(k in low for k in ANCHOR_KEYS):
-        for m in ANCHOR.finditer(text):
+    phrases = answer_phrases(text, source)
+    if phrases:
+        for m in phrases:
             line_start = text.rfind("\n", 0, m.start()) + 1
             restated = bool(_RESTATED.search(text, max(line_start, m.start() - 60), m.end()))
             out.append((m.end(), answer_span(text, m.end()), restated))
-        last = list(ANCHOR.finditer(text))[-1] if out else None
+        last = phrases[-1]
         end = text.rstrip()
         if (
             last is not None
@@ -185,7 +217,7 @@ def _number_phrases(text: str, source: Source, open_end: bool) -> list[tuple[int
 _TEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
 _TEX_MIXED = re.compile(r"(\d)\s*\\[dt]?frac\s*\{(\d+)\}\s*\{(\d+)\}")
 _TEX_FRAC_SHORT = re.compile(r"\\[dt]?frac\s*(\d)\s*(\d)")
-_TEX_SCI = re.compile(r"(\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×)\s*10\s*\^\s*(?:\{\s*([-−]?\d+)\s*\}|([-−]?\d+))")
+_TEX_SCI = re.compile(r"(\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×|\*|x)\s*10\s*\^\s*(?:\{\s*([-−]?\d+)\s*\}|([-−]?\d+))")
 _TEX_POWER = re.compile(r"(?<![\d.])(\d+)\s*\^\s*(?:\{\s*(\d+)\s*\}|(\d))(?!\s*\\circ)")
 _TEX_SPACES = re.compile(r"\\[,;:! ]|\\left|\\right|\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
 
@@ -222,6 +254,8 @@ def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True
         if again:
             restated.append(span)
             continue
+        if conditional(sentence_at(text, pos)):
+            return CONDITIONAL
         said = affirmed(text, pos, span)
         if said is None:
             continue
@@ -237,6 +271,8 @@ def _extract_number(text: str, mode: Mode, source: Source, open_end: bool = True
         for m in NUM.finditer(text):
             last = m
         if last is not None:
+            if conditional(sentence_at(text, sentence_start(text, last.start()))):
+                return CONDITIONAL
             value = _num_value(last)
             if value is not None:
                 return Extraction(value, "number:last-number")
