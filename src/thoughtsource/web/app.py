@@ -33,10 +33,10 @@ from .data import UPLOAD_SUFFIXES, NotFound, ServedData
 from .db import AnnotationDB, CotRef, User
 from .limits import BodyLimits, BodyTooLarge
 from .notices import Notices
-from .settings import DEFAULT_LABELS, ServeSettings
+from .settings import DEFAULT_LABELS, ServeSettings, host_name
 
 __all__ = ["DEFAULT_LABELS", "ServeSettings", "create_app", "default_allowed_hosts", "host_name", "load_served", "make_server",
-           "migrate_positional_ids"]  # (DEFAULT_LABELS and ServeSettings live in settings.py; kept importable from here)
+           "migrate_positional_ids"]  # (DEFAULT_LABELS, ServeSettings, host_name live in settings.py; importable from here)
 
 log = logging.getLogger(__name__)
 
@@ -121,14 +121,6 @@ def default_allowed_hosts(host: str) -> list[str] | None:
     if host in ("0.0.0.0", "::", ""):
         return None
     return [host, "localhost"] if host in LOOPBACK or host.startswith("127.") else [host]
-
-
-def host_name(header: str) -> str:
-    """The host of a Host header without its port: ``[::1]:8000`` → ``::1``, ``Example.org:80`` → ``example.org``."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1 : header.find("]")] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastAPI:
@@ -222,11 +214,11 @@ def _add_middleware(app: FastAPI, settings: ServeSettings, error: ErrorPage) -> 
         return response
 
     if settings.allowed_hosts is not None and "*" not in settings.allowed_hosts:
-        allowed = {host_name(h) for h in settings.allowed_hosts}
+        allowed = set(settings.allowed_hosts)  # (hosts, checked when the settings were made: settings.allowed_host)
 
         @app.middleware("http")  # added last, so outermost: a foreign Host reaches nothing else
         async def check_host(request: Request, call_next: Any) -> Response:
-            if host_name(request.headers.get("host", "")) not in allowed:
+            if host_name(request.headers.get("host", "")) not in allowed:  # (None: not a host[:port])
                 log.warning("refused a request for host %r (allowed: %s)", request.headers.get("host", "")[:100],
                             ", ".join(sorted(allowed)))
                 return Response("unknown host (serve --allowed-hosts)", status_code=400, media_type="text/plain",
