@@ -29,14 +29,14 @@ from .. import paths
 from ..collection import Collection
 from ..errors import DataError, ThoughtSourceError
 from .auth import SESSION_COOKIE, Forbidden, LoginThrottle, NotAuthenticated, Sessions, bearer, load_or_create_secret
-from .data import UPLOAD_SUFFIXES, NotFound, ServedData
+from .data import UPLOAD_SUFFIXES, NotFound, ServedData, legacy_cot_ids
 from .db import AnnotationDB, CotRef, User
 from .limits import BodyLimits, BodyTooLarge
 from .notices import Notices
 from .settings import DEFAULT_LABELS, ServeSettings, host_name
 
 __all__ = ["DEFAULT_LABELS", "ServeSettings", "create_app", "default_allowed_hosts", "host_name", "load_served", "make_server",
-           "migrate_positional_ids"]  # (DEFAULT_LABELS, ServeSettings, host_name live in settings.py; importable from here)
+           "migrate_derived_ids", "migrate_positional_ids"]  # (DEFAULT_LABELS, ServeSettings, host_name live in settings.py; importable from here)
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,27 @@ def load_served(settings: ServeSettings, db: AnnotationDB) -> ServedData:
         by_name = [*settings.files, *sorted(present.values())]  # the order of the versions before (by name)
         before = data if by_name == accepted else ServedData.from_collections([(f, loaded[f]) for f in by_name])
         migrate_positional_ids(db, data, before)
+    migrate_derived_ids(db, data)
     return data
+
+
+def migrate_derived_ids(db: AnnotationDB, data: ServedData) -> int:
+    """Give the annotations that name a CoT by the derived id of a version before issue 42 (which hashed the CoT's
+    answers too, so ``evaluate --scored`` changed it) the CoT's id now (:func:`~.data.legacy_cot_ids`).  Only rows of
+    served samples whose id names no CoT now are looked at; an old id that is not certain is left as it is."""
+    renames: dict[CotRef, str] = {}
+    for ref in db.derived_cot_refs():
+        it = data.index.get((ref.dataset, ref.split, ref.sample_id))
+        if it is None or ref.cot_id in it.cot_ids:
+            continue
+        new = legacy_cot_ids(it.sample).get(ref.cot_id)
+        if new is not None:
+            renames[ref] = new
+    n_rows = db.rename_cots(renames) if renames else 0
+    if n_rows:
+        log.warning("%s: %d annotation(s) on %d CoT(s) without an id moved from the derived id of a version before "
+                    "issue 42 (which changed when a file was scored) to the CoT's id now", db.path, n_rows, len(renames))
+    return n_rows
 
 
 def migrate_positional_ids(db: AnnotationDB, data: ServedData, before: ServedData) -> int:
