@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from thoughtsource.collection import Collection
+from thoughtsource.errors import ThoughtSourceError
 from thoughtsource.web.data import ServedData, cot_ids
 from thoughtsource.web.db import AnnotationDB, CotRef
 
@@ -130,3 +131,32 @@ def test_a_database_of_the_old_derived_ids_is_moved_at_start_even_after_scoring(
     served = {CotRef(it.dataset, it.split, it.sample.id, c) for it in app.state.data.items for c in it.cot_ids}
     rows = app.state.db.annotations()
     assert len(rows) == 18 and {r.ref for r in rows} == served
+
+
+@pytest.mark.slow
+def test_an_upload_claiming_another_cots_derived_id_is_refused_with_one_line(make_app, model_run_files, tmp_path) -> None:
+    """The attacker copies a served CoT's derived id onto a CoT of her own (same sample): before, it was accepted,
+    both CoTs had the id and a label on one landed on the other.  Also refused: the same the other way round (her
+    explicit ``h-`` id first, then an upload of the CoT without an id that derives it)."""
+    from .test_hardening import http_login
+
+    run = id_less(next(f for f in model_run_files if f.name == GPT4), tmp_path / "run.json", per_split=2)
+    app = make_app(files=[run])
+    add_user(app, "root", "admin")
+    it = app.state.data.items[0]
+    victim = it.cot_ids[0]
+    forged = it.sample.model_copy(deep=True)
+    forged.generated_cot[0] = forged.generated_cot[0].model_copy(update={"id": victim, "cot": "I am another CoT."})
+    evil = tmp_path / "evil.json"
+    evil.write_text(json.dumps({it.dataset: {it.split: [forged.model_dump(mode="json")]}}))
+    with live_server(app) as base:
+        root, csrf = http_login(base, "root")
+        with closing(root):
+            r = root.post("/admin/upload", data={"csrf_token": csrf}, files={"file": ("evil.json", evil.read_bytes(), "application/json")})
+            page = root.get(r.headers["location"]).text
+    assert f"the CoT id &#39;{victim}&#39; is also the id derived for a CoT without one" in page
+    assert app.state.data.item(it.dataset, it.split, it.sample.id).cot_ids == [victim]
+    assert not (app.state.settings.upload_dir / "evil.json").exists()
+    # the other order: a served explicit h- id, then the CoT without an id that derives it, as a start would load them
+    with pytest.raises(ThoughtSourceError, match="is also the id derived"):
+        make_app(files=[evil, run])

@@ -29,7 +29,7 @@ from .. import paths
 from ..collection import Collection
 from ..errors import DataError, ThoughtSourceError
 from .auth import SESSION_COOKIE, Forbidden, LoginThrottle, NotAuthenticated, Sessions, bearer, load_or_create_secret
-from .data import UPLOAD_SUFFIXES, NotFound, ServedData, legacy_cot_ids
+from .data import UPLOAD_SUFFIXES, NotFound, ServedData, id_clash, legacy_cot_ids
 from .db import AnnotationDB, CotRef, User
 from .limits import BodyLimits, BodyTooLarge
 from .notices import Notices
@@ -65,6 +65,11 @@ def load_served(settings: ServeSettings, db: AnnotationDB) -> ServedData:
         raise ThoughtSourceError("no data files given")
     loaded = {f: Collection.load(f) for f in accepted}
     data = ServedData.from_collections([(f, loaded[f]) for f in accepted])
+    for it in data.items:
+        if (clash := id_clash(it.sample)) is not None:
+            raise ThoughtSourceError(f"{it.dataset}/{it.split}/{it.sample.id}: the CoT id {clash!r} is also the id derived "
+                                     "for a CoT without one in this sample, so a label could land on either; give it "
+                                     "another id in the file")
     log.info("serving %d samples and %d generated CoTs from %d file(s)", len(data.items), data.total_cots, len(accepted))
     if db.positional_cot_refs():
         by_name = [*settings.files, *sorted(present.values())]  # the order of the versions before (by name)

@@ -98,6 +98,17 @@ def cot_ids(sample: Sample) -> list[str]:
     return out
 
 
+def id_clash(sample: Sample) -> str | None:
+    """The first id two of the sample's CoTs would share: an explicit id equal to the id derived for another CoT
+    without one (``h-...``), which would let a label given to one land on the other; None if there is none.  Cheap
+    for the usual sample: only one with an explicit ``h-`` id and a CoT without an id is hashed."""
+    explicit = {c.id for c in sample.generated_cot if c.id}
+    if not any(i.startswith(DERIVED_ID_PREFIX) for i in explicit) or all(c.id for c in sample.generated_cot):
+        return None
+    derived = [cid for cid, c in zip(cot_ids(sample), sample.generated_cot, strict=True) if not c.id]
+    return next((i for i in derived if i in explicit), None)
+
+
 def cot_correct(cot: GeneratedCot) -> bool | None:
     """True/False when the CoT's answers carry correctness marks (all correct / any wrong); None if unmarked."""
     marks = [a.correct_answer for a in cot.answers if a.correct_answer is not None]
