@@ -111,14 +111,13 @@ def first_multi_cot_sample(served: ServedData):
 def live_server(app, forwarded_allow_ips: str | None = None) -> Iterator[str]:
     """Run ``app`` with uvicorn in a thread on 127.0.0.1, a free port, configured as ``serve`` does
     (``web.app.make_server``); yields the base URL."""
-    import socket
     import threading
     import time
 
+    from thoughtsource.listen import bind
     from thoughtsource.web.app import make_server
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     server = make_server(app, forwarded_allow_ips, lifespan="off", timeout_keep_alive=30)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -30,7 +30,7 @@ from ..collection import Collection
 from ..errors import Cancelled, DataError, StoreError, ThoughtSourceError
 from . import agreement as agreement_mod
 from . import auth
-from .data import UPLOAD_SUFFIXES, ServedData, sample_done
+from .data import UPLOAD_SUFFIXES, ServedData, id_clash, sample_done
 from .db import ROLES, STEP_KEY, STEP_VALUES, CotRef, User
 from .limits import MAX_UPLOAD_BYTES
 from .routes import DB, CurrentUser, Data, Settings, annotation_db, check_csrf, render, sample_path, served_data
@@ -330,6 +330,10 @@ def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, st
             shown = "; ".join(conflicts[:3]) + (f"; and {len(conflicts) - 3} more" if len(conflicts) > 3 else "")
             raise DataError(f"{name}: {len(conflicts)} conflict(s) with the served data (a sample id or CoT id reused "
                             f"for different content): {shown}")
+        for d, s, x in collection.samples():
+            if (clash := id_clash(new.index[(d, s, x.id)].sample)) is not None:
+                raise DataError(f"{name}: {d}/{s}/{x.id}: the CoT id {clash!r} is also the id derived for a CoT "
+                                "without one in this sample (ids h-... name CoTs stored without an id); give it another id")
         if stop.is_set():
             raise Cancelled("the server is shutting down")
         os.replace(path, target)

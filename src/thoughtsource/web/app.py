@@ -29,14 +29,14 @@ from .. import paths
 from ..collection import Collection
 from ..errors import DataError, ThoughtSourceError
 from .auth import SESSION_COOKIE, Forbidden, LoginThrottle, NotAuthenticated, Sessions, bearer, load_or_create_secret
-from .data import UPLOAD_SUFFIXES, NotFound, ServedData
+from .data import UPLOAD_SUFFIXES, NotFound, ServedData, id_clash, legacy_cot_ids
 from .db import AnnotationDB, CotRef, User
 from .limits import BodyLimits, BodyTooLarge
 from .notices import Notices
-from .settings import DEFAULT_LABELS, ServeSettings
+from .settings import DEFAULT_LABELS, ServeSettings, host_name
 
 __all__ = ["DEFAULT_LABELS", "ServeSettings", "create_app", "default_allowed_hosts", "host_name", "load_served", "make_server",
-           "migrate_positional_ids"]  # (DEFAULT_LABELS and ServeSettings live in settings.py; kept importable from here)
+           "migrate_derived_ids", "migrate_positional_ids"]  # (DEFAULT_LABELS, ServeSettings, host_name live in settings.py; importable from here)
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +65,37 @@ def load_served(settings: ServeSettings, db: AnnotationDB) -> ServedData:
         raise ThoughtSourceError("no data files given")
     loaded = {f: Collection.load(f) for f in accepted}
     data = ServedData.from_collections([(f, loaded[f]) for f in accepted])
+    for it in data.items:
+        if (clash := id_clash(it.sample)) is not None:
+            raise ThoughtSourceError(f"{it.dataset}/{it.split}/{it.sample.id}: the CoT id {clash!r} is also the id derived "
+                                     "for a CoT without one in this sample, so a label could land on either; give it "
+                                     "another id in the file")
     log.info("serving %d samples and %d generated CoTs from %d file(s)", len(data.items), data.total_cots, len(accepted))
     if db.positional_cot_refs():
         by_name = [*settings.files, *sorted(present.values())]  # the order of the versions before (by name)
         before = data if by_name == accepted else ServedData.from_collections([(f, loaded[f]) for f in by_name])
         migrate_positional_ids(db, data, before)
+    migrate_derived_ids(db, data)
     return data
+
+
+def migrate_derived_ids(db: AnnotationDB, data: ServedData) -> int:
+    """Give the annotations that name a CoT by the derived id of a version before issue 42 (which hashed the CoT's
+    answers too, so ``evaluate --scored`` changed it) the CoT's id now (:func:`~.data.legacy_cot_ids`).  Only rows of
+    served samples whose id names no CoT now are looked at; an old id that is not certain is left as it is."""
+    renames: dict[CotRef, str] = {}
+    for ref in db.derived_cot_refs():
+        it = data.index.get((ref.dataset, ref.split, ref.sample_id))
+        if it is None or ref.cot_id in it.cot_ids:
+            continue
+        new = legacy_cot_ids(it.sample).get(ref.cot_id)
+        if new is not None:
+            renames[ref] = new
+    n_rows = db.rename_cots(renames) if renames else 0
+    if n_rows:
+        log.warning("%s: %d annotation(s) on %d CoT(s) without an id moved from the derived id of a version before "
+                    "issue 42 (which changed when a file was scored) to the CoT's id now", db.path, n_rows, len(renames))
+    return n_rows
 
 
 def migrate_positional_ids(db: AnnotationDB, data: ServedData, before: ServedData) -> int:
@@ -121,14 +146,6 @@ def default_allowed_hosts(host: str) -> list[str] | None:
     if host in ("0.0.0.0", "::", ""):
         return None
     return [host, "localhost"] if host in LOOPBACK or host.startswith("127.") else [host]
-
-
-def host_name(header: str) -> str:
-    """The host of a Host header without its port: ``[::1]:8000`` → ``::1``, ``Example.org:80`` → ``example.org``."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1 : header.find("]")] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastAPI:
@@ -222,11 +239,11 @@ def _add_middleware(app: FastAPI, settings: ServeSettings, error: ErrorPage) -> 
         return response
 
     if settings.allowed_hosts is not None and "*" not in settings.allowed_hosts:
-        allowed = {host_name(h) for h in settings.allowed_hosts}
+        allowed = set(settings.allowed_hosts)  # (hosts, checked when the settings were made: settings.allowed_host)
 
         @app.middleware("http")  # added last, so outermost: a foreign Host reaches nothing else
         async def check_host(request: Request, call_next: Any) -> Response:
-            if host_name(request.headers.get("host", "")) not in allowed:
+            if host_name(request.headers.get("host", "")) not in allowed:  # (None: not a host[:port])
                 log.warning("refused a request for host %r (allowed: %s)", request.headers.get("host", "")[:100],
                             ", ".join(sorted(allowed)))
                 return Response("unknown host (serve --allowed-hosts)", status_code=400, media_type="text/plain",

@@ -61,6 +61,7 @@ VERIFY_CONCURRENCY = max(1, min(4, (os.cpu_count() or 2) // 2))
 MAX_WAITING_LOGINS = 256
 MAX_WAITING_PER_CLIENT = 64
 MAX_WAITING_PER_NAME = 64
+MAX_WAITING_PER_TRUSTED_NAME = 4  # checks from browsers with the name's device cookie (PasswordQueue)
 MIN_PASSWORD_LENGTH = 8
 
 
@@ -183,6 +184,7 @@ class _Waiting:
     name: str
     done: Future[Any]
     check: Callable[[], Any]
+    trusted: bool = False
 
 
 class PasswordQueue:
@@ -198,16 +200,24 @@ class PasswordQueue:
     pairs, and another user waits for about one check per pair (bounded by ``total``).
 
     Bounded: ``per_client`` waiting checks per address (then 503 for that address only; high enough for a class
-    behind one NAT address), ``per_name`` per target name (then 503 for log-ins as that name, the real user's
-    included, until the queue drains: the price of not letting one guessed name fill the queue), and ``total`` in
-    all.  A check whose request went away before its turn is skipped.
+    behind one NAT address), ``per_name`` per target name (then 503 for log-ins as that name from browsers without
+    the user's device cookie, until the queue drains: the price of not letting one guessed name fill the queue),
+    and ``total`` in all.  A check whose request went away before its turn is skipped.
+
+    A *trusted* check (the browser holds the user's signed device cookie, ``Sessions.device_trusted``: it logged in
+    as that name before) is not counted against ``per_name`` or ``total`` and runs before every untrusted one, so
+    64 or more wrong checks waiting for a name no longer turn its owner away (issue 42: 47 of 48 of her log-ins got
+    503 over 120 s).  Its own bound: ``per_trusted_name`` waiting per name, and ``per_client``.  A cookie is signed
+    for one name by this server, so only someone who logged in as that name (who knows its password) has one.
     """
 
     def __init__(self, workers: int = VERIFY_CONCURRENCY, per_client: int = MAX_WAITING_PER_CLIENT,
-                 total: int = MAX_WAITING_LOGINS, per_name: int = MAX_WAITING_PER_NAME) -> None:
+                 total: int = MAX_WAITING_LOGINS, per_name: int = MAX_WAITING_PER_NAME,
+                 per_trusted_name: int = MAX_WAITING_PER_TRUSTED_NAME) -> None:
         self.workers = workers
         self.per_client = per_client
         self.per_name = per_name
+        self.per_trusted_name = per_trusted_name
         self.total = total
         self._lock = threading.Lock()
         self._queue: list[_Waiting] = []  # in arrival order
@@ -222,28 +232,32 @@ class PasswordQueue:
         """Checks queued and not started."""
         return len(self._queue)
 
-    def submit(self, client: str, check: Callable[[], T], name: str = "") -> Future[T]:
-        """Queue ``check`` of a log-in as ``name`` from ``client``; :class:`ServerBusy` when that client's or that
-        name's queue, or all queues, are full."""
+    def submit(self, client: str, check: Callable[[], T], name: str = "", trusted: bool = False) -> Future[T]:
+        """Queue ``check`` of a log-in as ``name`` from ``client`` (``trusted``: with the name's device cookie);
+        :class:`ServerBusy` when that client's or that name's queue, or all queues, are full."""
         done: Future[T] = Future()
         name = normalize_name(name)
         with self._lock:
-            if len(self._queue) >= self.total:
+            untrusted = [w for w in self._queue if not w.trusted]
+            if not trusted and len(untrusted) >= self.total:
                 raise ServerBusy("too many log-ins at once; try again in a few seconds")
             if sum(1 for w in self._queue if w.client == client) >= self.per_client:  # (at most `total`: cheap)
                 raise ServerBusy("too many log-ins from this address at once; try again in a few seconds")
-            if sum(1 for w in self._queue if w.name == name) >= self.per_name:
+            same_name = sum(1 for w in self._queue if w.name == name and w.trusted == trusted)
+            if same_name >= (self.per_trusted_name if trusted else self.per_name):
                 raise ServerBusy("too many log-ins for this user name at once; try again in a few seconds")
-            self._queue.append(_Waiting(client, name, done, check))
+            self._queue.append(_Waiting(client, name, done, check, trusted))
             self._client_active[client] += 1
             self._name_active[name] += 1
         self._dispatch()
         return done
 
     def _take(self) -> _Waiting:
-        """The next check (under the lock, the queue not empty): fewest checks run for its client and its name."""
+        """The next check (under the lock, the queue not empty): a trusted one first, then the fewest checks run for
+        its client and its name."""
         k = min(range(len(self._queue)),
-                key=lambda i: self._client_served[self._queue[i].client] + self._name_served[self._queue[i].name])
+                key=lambda i: (not self._queue[i].trusted,
+                               self._client_served[self._queue[i].client] + self._name_served[self._queue[i].name]))
         w = self._queue.pop(k)
         self._client_served[w.client] += 1
         self._name_served[w.name] += 1
@@ -286,10 +300,11 @@ class PasswordQueue:
 password_queue = PasswordQueue()
 
 
-async def authenticate_async(db: AnnotationDB, name: str, password: str, client: str = "unknown") -> User:
+async def authenticate_async(db: AnnotationDB, name: str, password: str, client: str = "unknown",
+                             trusted: bool = False) -> User:
     """:func:`authenticate` on the password pool (``VERIFY_CONCURRENCY`` threads), off the request workers, queued
-    per client address (:class:`PasswordQueue`)."""
-    return await asyncio.wrap_future(password_queue.submit(client, lambda: authenticate(db, name, password), name))
+    per client address (:class:`PasswordQueue`; ``trusted``: the browser holds the name's device cookie)."""
+    return await asyncio.wrap_future(password_queue.submit(client, lambda: authenticate(db, name, password), name, trusted))
 
 
 class TooManyAttempts(AuthError):
@@ -309,7 +324,8 @@ class LoginThrottle:
 
     :meth:`reserve` is called *before* the password check and counts the attempt at once in every bucket
     (under one lock), so 40 simultaneous guesses cannot all pass a check made before any of them failed.
-    A success releases the reservation and clears the (name, client) bucket; a failure leaves it counted.
+    A success releases the reservation and clears the (name, client) bucket; a failure leaves it counted; an
+    attempt whose password was not checked (503) only gives its reservation back (:meth:`released`).
 
     * per (name, client): ``limit`` (10): guessing one name from one client;
     * per client: ``client_limit`` (100): guessing across many names from one client (high enough for a
@@ -363,10 +379,21 @@ class LoginThrottle:
             return Ticket([k for k, _ in buckets], self._next)
 
     def succeeded(self, ticket: Ticket) -> None:
+        """The right password: the reservation is released and the (name, client) bucket cleared."""
         with self._lock:
-            for key in ticket.keys:
-                self._attempts.get(key, {}).pop(ticket.id, None)
+            self._release(ticket)
             self._attempts.pop(ticket.keys[0], None)
+
+    def released(self, ticket: Ticket) -> None:
+        """No password was checked (the server was busy, 503) or it was not a guess (a disabled account): only this
+        attempt's reservation is released; every bucket keeps its failures.  (Before, a 503 cleared the (name,
+        client) bucket as a success does, so an address that hit the queue limit got 19 checks instead of 10.)"""
+        with self._lock:
+            self._release(ticket)
+
+    def _release(self, ticket: Ticket) -> None:
+        for key in ticket.keys:
+            self._attempts.get(key, {}).pop(ticket.id, None)
 
     def failed(self, ticket: Ticket) -> None:
         """The reserved attempt stays counted (nothing to do; here for symmetry and logging)."""

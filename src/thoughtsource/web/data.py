@@ -37,15 +37,49 @@ UPLOAD_SUFFIXES = (".json", ".jsonl", ".parquet")  # the files an admin may uplo
 DERIVED_ID_PREFIX = "h-"
 
 
-def derived_cot_id(cot: GeneratedCot) -> str:
-    """The id of a CoT stored without one: ``h-`` + 16 hex digits of the sha256 of its content and provenance (text,
-    answers, model, trigger, prompt, author, date, ...: every field but ``id`` and ``annotations``, defaults left
-    out so a new optional schema field does not change it).  Never its position, its file or the order of uploads:
-    before, it was ``cot-<position>``, and a restart that merged the uploads in another order moved labels to
-    another model's CoTs."""
-    content = cot.model_dump(mode="json", exclude={"id", "annotations"}, exclude_defaults=True)
+#: What says which CoT this is: its text and how, by what and when it was made.  Never its answers (``extract``,
+#: ``evaluate --scored`` add and change them), annotations, comment, or keys other tools add (scores, ...).
+IDENTITY_FIELDS = ("cot", "model", "api_service", "instruction", "cot_trigger", "cot_trigger_template", "prompt_text",
+                   "fragments_version", "author", "date")
+
+
+def _digest_id(content: Any) -> str:
     digest = hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
     return DERIVED_ID_PREFIX + digest[:16]
+
+
+def derived_cot_id(cot: GeneratedCot) -> str:
+    """The id of a CoT stored without one: ``h-`` + 16 hex digits of the sha256 of its :data:`IDENTITY_FIELDS`
+    (those that are set; None and "" alike left out).  Never its position, its file or the order of uploads
+    (before, it was ``cot-<position>``, and a restart that merged the uploads in another order moved labels to
+    another model's CoTs), and never what is added to a CoT later: before issue 42 it covered every field but
+    ``id`` and ``annotations``, so ``evaluate --scored`` (which sets ``answers[].correct_answer``) gave every CoT
+    a new id and 0 of 60 labels attached to the scored file.  Ids of that form are moved at ``serve``'s start
+    (:func:`legacy_cot_ids`)."""
+    return _digest_id({k: v for k in IDENTITY_FIELDS if (v := getattr(cot, k)) not in (None, "")})
+
+
+def legacy_cot_ids(sample: Sample) -> dict[str, str]:
+    """The ids versions before issue 42 gave the sample's CoTs without an id, each → the CoT's id now.  Those hashed
+    every field but ``id`` and ``annotations``; both the CoT as it is and as it was before ``evaluate --scored`` (no
+    ``correct_answer``: labels made before the file was scored) are mapped.  An old id that would name two CoTs now
+    is left out (never a guess)."""
+    out: dict[str, str] = {}
+    ambiguous: set[str] = set()
+    for unscored in (False, True):
+        seen: Counter[str] = Counter()
+        for cid, c in zip(cot_ids(sample), sample.generated_cot, strict=True):
+            if c.id:
+                continue
+            if unscored:
+                c = c.model_copy(update={"answers": [a.model_copy(update={"correct_answer": None}) for a in c.answers]})
+            base = _digest_id(c.model_dump(mode="json", exclude={"id", "annotations"}, exclude_defaults=True))
+            seen[base] += 1
+            old = base if seen[base] == 1 else f"{base}-{seen[base]}"
+            if out.get(old, cid) != cid:
+                ambiguous.add(old)
+            out[old] = cid
+    return {old: new for old, new in out.items() if old not in ambiguous and old != new}
 
 
 def cot_ids(sample: Sample) -> list[str]:
@@ -62,6 +96,17 @@ def cot_ids(sample: Sample) -> list[str]:
         seen[base] += 1
         out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
     return out
+
+
+def id_clash(sample: Sample) -> str | None:
+    """The first id two of the sample's CoTs would share: an explicit id equal to the id derived for another CoT
+    without one (``h-...``), which would let a label given to one land on the other; None if there is none.  Cheap
+    for the usual sample: only one with an explicit ``h-`` id and a CoT without an id is hashed."""
+    explicit = {c.id for c in sample.generated_cot if c.id}
+    if not any(i.startswith(DERIVED_ID_PREFIX) for i in explicit) or all(c.id for c in sample.generated_cot):
+        return None
+    derived = [cid for cid, c in zip(cot_ids(sample), sample.generated_cot, strict=True) if not c.id]
+    return next((i for i in derived if i in explicit), None)
 
 
 def cot_correct(cot: GeneratedCot) -> bool | None:

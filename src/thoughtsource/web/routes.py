@@ -151,18 +151,19 @@ async def login(request: Request, name: Annotated[str, Form(max_length=200)], pa
     throttle: auth.LoginThrottle = request.app.state.throttle
     sessions: auth.Sessions = request.app.state.sessions
     client = request.client.host if request.client else "unknown"
+    trusted = sessions.device_trusted(request.cookies.get(auth.DEVICE_COOKIE), name)
     try:
-        ticket = throttle.reserve(name, client, sessions.device_trusted(request.cookies.get(auth.DEVICE_COOKIE), name))
+        ticket = throttle.reserve(name, client, trusted)
     except auth.TooManyAttempts as e:
         return _login_failed(request, next, str(e), 429)
     try:
-        user = await auth.authenticate_async(annotation_db(request), name, password, client)
+        user = await auth.authenticate_async(annotation_db(request), name, password, client, trusted)
     except auth.NotAuthenticated as e:
         throttle.failed(ticket)
         log.warning("failed login for user name %r from %s", name[:100], client)
         return _login_failed(request, next, str(e), 401)
-    except (auth.AccountDisabled, auth.ServerBusy) as e:  # not a wrong guess: release the reservation
-        throttle.succeeded(ticket)
+    except (auth.AccountDisabled, auth.ServerBusy) as e:  # not a wrong guess: give back the reservation, nothing more
+        throttle.released(ticket)
         return _login_failed(request, next, str(e), 403 if isinstance(e, auth.AccountDisabled) else 503)
     throttle.succeeded(ticket)
     response = RedirectResponse(_safe_next(next), status_code=303)

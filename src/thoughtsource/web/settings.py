@@ -3,6 +3,8 @@ page size, threshold, ...) is here, when the settings are made, before any file 
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,42 @@ from .similarity import DEFAULT_THRESHOLD
 DEFAULT_LABELS = ["Incorrect reasoning", "Insufficient knowledge", "Incorrect reading comprehension", "Too verbose"]
 MAX_LABELS = 9  # toggled by the keys 1-9
 RESERVED_KEYS = ("comment", "preferred", "reviewed")  # annotation keys of their own, never a label
+_HOST_PORT = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(?::([0-9]{1,5}))?")
+
+
+def host_name(header: str) -> str | None:
+    """The host of a Host header, lower-cased and without its port: ``[::1]:8000`` → ``::1``, ``Example.org:80`` →
+    ``example.org``.  Only a host and an optional port: a name (letters, digits, ``-``, ``_``, ``.``), an IPv4
+    address or a bracketed IPv6 address, then ``:`` and 1-5 digits.  Anything else is None (refused):
+    ``127.0.0.1:8000@evil.example`` (issue 42: it was read as 127.0.0.1 and served), a user part, a path, spaces."""
+    m = _HOST_PORT.fullmatch(header.lower())
+    if m is None or (m.group(2) is not None and int(m.group(2)) > 65535):
+        return None
+    host = m.group(1)
+    if host.startswith("["):
+        try:
+            return str(ipaddress.IPv6Address(host[1:-1]))
+        except ValueError:
+            return None
+    return host
+
+
+def allowed_host(entry: str) -> str:
+    """One ``--allowed-hosts`` entry as the host the Host check compares: ``*``, a bare IPv6 address, or what
+    :func:`host_name` reads (a port given is ignored).  Anything else is refused: ``http://annotate.example.org``
+    is a URL, not a host (it used to become the host ``http``, and every request was refused)."""
+    entry = entry.strip()
+    if entry == "*":
+        return entry
+    try:
+        return str(ipaddress.IPv6Address(entry))
+    except ValueError:
+        pass
+    host = host_name(entry)
+    if host is None or not host.strip("."):
+        raise ValueError(f"{entry!r} is not a host name: give the host alone, e.g. 'annotate.example.org' "
+                         "(no scheme, user or path)")
+    return host
 
 
 class ServeSettings(BaseModel):
@@ -39,6 +77,11 @@ class ServeSettings(BaseModel):
                                             "these (the port aside); None: any (``serve`` sets it, see default_allowed_hosts).")
     upload_dir: Path | None = Field(None, description="Where files uploaded by admins are kept and served from on the "
                                                       "next start (default: an 'uploads' folder next to the database).")
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _allowed_hosts(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else [allowed_host(h) for h in v]
 
     @field_validator("labels")
     @classmethod

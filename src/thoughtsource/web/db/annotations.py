@@ -171,6 +171,14 @@ class Annotations(Database):
             found = {CotRef(*r) for t in ("annotations", "adjudications") for r in conn.execute(sql.format(t))}
         return sorted(found, key=lambda r: (r.dataset, r.split, r.sample_id, r.cot_id))
 
+    def derived_cot_refs(self) -> list[CotRef]:
+        """The distinct CoTs that annotations or adjudications address by a derived id (``h-...``, see
+        ``data.derived_cot_id``)."""
+        sql = "SELECT DISTINCT dataset, split, sample_id, cot_id FROM {} WHERE cot_id GLOB 'h-*'"
+        with self.connect() as conn:
+            found = {CotRef(*r) for t in ("annotations", "adjudications") for r in conn.execute(sql.format(t))}
+        return sorted(found, key=lambda r: (r.dataset, r.split, r.sample_id, r.cot_id))
+
     def rename_cots(self, renames: dict[CotRef, str]) -> int:
         """Give the annotations and adjudications of each CoT its new id, in one transaction; returns the rows
         changed.  A row whose new address is taken (the same annotator and key on the new id) fails it all."""
