@@ -156,7 +156,8 @@ class ServedData:
             (Path(f).name, collection) for f in files[:1]]
         self.items: list[Item] = []
         self._index: dict[tuple[str, str, str], Item] = {}
-        self._text: list[str] = []
+        self._shown: list[tuple[str, ...]] = []  # per item: the lower-cased texts the sample page shows, one per field
+        self._reference: list[tuple[str, ...]] = []  # per item: the reference CoT's sentences (shown with the gold only)
         for d, s, x in collection.samples():
             key = (d, s, x.id)
             if key in self._index:
@@ -165,8 +166,9 @@ class ServedData:
             item = Item(len(self.items), d, s, x)
             self.items.append(item)
             self._index[key] = item
-            parts = [x.question, x.context or "", *x.choices, *x.cot, *(c.cot or "" for c in x.generated_cot)]
-            self._text.append("\n".join(parts).lower())
+            self._shown.append(tuple(t.lower() for t in (x.question, x.context or "", *x.choices,
+                                                           *(c.cot or "" for c in x.generated_cot)) if t))
+            self._reference.append(tuple(t.lower() for t in x.cot if t))
         self._splits: dict[str, set[str]] = {}
         for it in self.items:
             self._splits.setdefault(it.dataset, set()).add(it.split)
@@ -239,11 +241,16 @@ class ServedData:
         return CotRef(dataset, split, sample_id, cot)
 
     # ------------------------------------------------------------------ filters
-    def select(self, f: Filters, annotated: set[tuple[str, str, str]]) -> list[Item]:
+    def select(self, f: Filters, annotated: set[tuple[str, str, str]], reference: bool = True) -> list[Item]:
+        """The items that pass ``f``, in file order.  The search ``f.q`` matches within one shown field at a time (the
+        question, the context, a choice, a generated CoT; with ``reference`` a sentence of the reference CoT, which the
+        page shows with the gold answer only): never across fields, never a field the viewer is not shown.  Before, it
+        matched the fields joined in file order, the reference CoT included, so a blind annotator read the hidden
+        reference CoT and the CoTs' file order (the end of one + newline + the start of the next) by searching."""
         q = f.q.strip().lower()
         cot_level = bool(f.model or f.trigger or f.correct)
         out = []
-        for it, text in zip(self.items, self._text, strict=True):
+        for it, shown, ref in zip(self.items, self._shown, self._reference, strict=True):
             x = it.sample
             if (f.dataset and it.dataset != f.dataset) or (f.split and it.split != f.split) or (f.type and x.type != f.type):
                 continue
@@ -253,7 +260,7 @@ class ServedData:
                 continue
             if f.annotated == "no" and it.key in annotated:
                 continue
-            if q and q not in text:
+            if q and not any(q in t for t in shown) and not (reference and any(q in t for t in ref)):
                 continue
             out.append(it)
         return out
