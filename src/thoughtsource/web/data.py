@@ -22,7 +22,7 @@ from ..collection import Collection
 from ..errors import ThoughtSourceError
 from ..io import atomic_write
 from ..schema import Annotation, GeneratedCot, Sample, model_name
-from .db import STEP_KEY, AnnotationRow, CotRef
+from .db import STEP_KEY, AnnotationRow, CotRef, step_labels_problem
 from .similarity import sentences
 
 log = logging.getLogger(__name__)
@@ -406,6 +406,28 @@ def prm_records(data: CotLookup, rows: Iterable[AnnotationRow], final: Iterable[
         log.warning("%d CoT(s) whose annotators disagree on the step labels were left out; adjudicate them "
                     "or export with all annotators", unresolved)
     return out, unresolved
+
+
+def step_label_problems(data: CotLookup, rows: Iterable[AnnotationRow], final: Iterable[AnnotationRow] = ()) -> list[str]:
+    """One line per stored step-label value that breaks the rule of step labels (:func:`db.step_labels_problem`):
+    ``rows`` are annotators' values, ``final`` adjudicated ones (which, on a CoT no annotator labelled, must label
+    every step).  Values on CoTs that are not in ``data`` are not checked (they are not exported either)."""
+    rows = list(rows)
+    labelled = {r.ref for r in rows if r.key == STEP_KEY}
+    out: list[str] = []
+    for r, is_final in [*((r, False) for r in rows), *((r, True) for r in final)]:
+        if r.key != STEP_KEY:
+            continue
+        try:
+            cot = data.cot(r.ref)
+        except NotFound:
+            continue
+        problem = step_labels_problem(r.value, len(sentences(cot.cot or "")), explicit=is_final and r.ref not in labelled)
+        if problem is not None:
+            who = f"final value by {r.annotator}" if is_final else r.annotator
+            out.append(f"{r.ref.dataset}/{r.ref.split}/{r.ref.sample_id} CoT {r.ref.cot_id} ({who}): "
+                       f"field '{problem[0]}': {problem[1]}")
+    return out
 
 
 def rows_from_collection(collection: Collection) -> tuple[list[AnnotationRow], list[AnnotationRow]]:
