@@ -58,17 +58,19 @@ def test_the_page_shows_cots_in_file_order_with_own_and_visible_annotations(tmp_
 def test_blind_review_hides_models_renames_and_reorders_the_cots(tmp_path: Path, served: ServedData) -> None:
     db, settings, alice, _ = _setup(tmp_path, served)
     it = _multi_cot_item(served)
-    sim = pairwise([c.cot or "" for c in it.sample.generated_cot])
+    order = presenters.blind_order(KEY, alice, it)
+    assert Viewer(alice, True, KEY).order(it) == order and Viewer(alice, False, KEY).order(it) == list(range(len(order)))
+    sim = pairwise([it.sample.generated_cot[i].cot or "" for i in order])  # computed in the shown order
     f = Filters(model="gpt-4", q="")
     page = sample_page(served, db, it, f, Viewer(alice, True, KEY), settings, sim, csrf="")
-    order = presenters.blind_order(KEY, alice, it)
     cards = page["cots"]
     assert [c["id"] for c in cards] == [presenters.blind_alias(KEY, alice, it, it.cot_ids[i]) for i in order]
     assert [c["index"] for c in cards] == list(range(len(cards)))  # shown positions, never file positions
     assert all(c["model"] == "" and c["trigger"] == "" and c["correct"] is None for c in cards)
     assert f.model == "" and page["blind"] is True and page["show_gold"] is False
     assert not any(ch["gold"] for ch in page["choices"])
-    assert page["page_data"]["similarity"]["sentences"] == [sim["sentences"][i] for i in order]
+    assert page["page_data"]["similarity"] is sim
+    assert list(page["page_data"]["state"]) == [c["id"] for c in cards]  # the state in the shown order too
     # another annotator sees other names (the key covers the user)
     bob = db.add_user("bob", "h", "annotator")
     assert presenters.blind_alias(KEY, bob, it, it.cot_ids[0]) != presenters.blind_alias(KEY, alice, it, it.cot_ids[0])

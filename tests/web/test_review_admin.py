@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 from html.parser import HTMLParser
@@ -18,7 +19,7 @@ from thoughtsource.schema import model_name
 from thoughtsource.web.data import Item, ServedData, cot_correct
 from thoughtsource.web.db import STEP_KEY, CotRef
 from thoughtsource.web.routes import blind_alias
-from thoughtsource.web.similarity import sentences
+from thoughtsource.web.similarity import highlighted, sentences
 
 from .conftest import add_user, login, page_data
 
@@ -256,9 +257,16 @@ def test_blind_review_switched_by_the_admin_hides_models_and_shuffles_per_annota
         shown = {file_order.index(cid): k for k, cid in enumerate(order)}
         sim, open_sim = page_data(html)["similarity"], page_data(_cot_page(root, it)[0])["similarity"]
         assert sim["sentences"] == [open_sim["sentences"][file_order.index(cid)] for cid in order]
-        assert sorted(map(tuple, sim["pairs"])) == sorted(
-            (shown[a], sa, shown[b], sb, *rest) for a, sa, b, sb, *rest in open_sim["pairs"]
-        )
+        # computed on the shown order (which CoT is "a" in a pair follows it, not the file order): the same values
+        # for the same sentences, and the same sentences highlighted at every threshold
+        def ends(a: int, sa: int, b: int, sb: int) -> frozenset:
+            return frozenset({(a, sa), (b, sb)})
+
+        opened = {ends(shown[a], sa, shown[b], sb): rest for a, sa, b, sb, *rest in open_sim["pairs"]}
+        assert all(p[0] < p[2] for p in sim["pairs"]) and sim["pairs"] == sorted(sim["pairs"])
+        assert all(opened.get(ends(*p[:4]), p[4:]) == p[4:] for p in sim["pairs"])
+        for method, threshold in itertools.product(("tfidf", "jaccard"), (0.1, 0.3, 0.5, 0.8)):
+            assert highlighted(sim, method, threshold) == {(shown[c], s) for c, s in highlighted(open_sim, method, threshold)}
         listing = client.get("/samples?model=gpt-4").text  # the model filter is ignored: every sample is listed
         assert '<p class="count">1302 samples' in listing and "<th>Models</th>" not in listing
         assert not any(m in listing for m in served.facets["model"])

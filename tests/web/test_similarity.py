@@ -48,3 +48,57 @@ def test_real_sample_of_seven_cots(served) -> None:
     assert sim["pairs"], "seven CoTs of the same question share some sentences"
     counts = [len(highlighted(sim, "tfidf", t)) for t in (0.1, 0.25, 0.5, 0.9)]
     assert counts == sorted(counts, reverse=True) and counts[0] > counts[-1]
+
+
+def _all_pairs(texts: list[str]) -> dict[tuple[int, int, int, int], tuple[float, float]]:
+    """Every sentence pair of different CoTs with both similarities, by brute force (what the page got before)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    flat = [(ci, si, s) for ci, t in enumerate(texts) for si, s in enumerate(sentences(t))]
+    cos = cosine_similarity(TfidfVectorizer(stop_words="english").fit_transform([s for _, _, s in flat]))
+    return {(ca, sa, cb, sb): (float(cos[i, j]), jaccard(ta, tb))
+            for i, (ca, sa, ta) in enumerate(flat) for j, (cb, sb, tb) in enumerate(flat) if ca < cb}
+
+
+def test_top_partners_highlight_what_all_pairs_highlight_with_the_same_values(served) -> None:
+    """Each sentence keeps its TOP_K best partners (and its best one by each method): the values are the brute-force
+    ones, and at every threshold and method the page highlights exactly what it highlighted with every pair."""
+    from thoughtsource.web.similarity import MIN_SENT, TOP_K
+
+    samples = [it for it in served.items if len(it.sample.generated_cot) >= 7][:15]
+    for it in samples:
+        texts = [c.cot or "" for c in it.sample.generated_cot]
+        sim, full = pairwise(texts), _all_pairs(texts)
+        every = {"pairs": [[*k, *(round(x, 4) for x in v)] for k, v in full.items() if max(v) >= MIN_SENT]}
+        for p in sim["pairs"]:
+            assert p[4:] == pytest.approx(list(full[tuple(p[:4])]), abs=1e-4)
+        assert sim["pairs"] == sorted(sim["pairs"])
+        partners: dict[tuple[int, int], int] = {}
+        for p in sim["pairs"]:
+            for end in ((p[0], p[1]), (p[2], p[3])):
+                partners[end] = partners.get(end, 0) + 1
+        # a pair is kept by one of its ends, each keeping at most TOP_K + 2 partners
+        assert sum(partners.values()) <= 2 * (TOP_K + 2) * sum(len(s) for s in sim["sentences"])
+        for method in ("tfidf", "jaccard"):
+            for threshold in (0.05, 0.1, 0.25, 0.45, 0.7, 0.9, 1.0):
+                assert highlighted(sim, method, threshold) == highlighted(every, method, threshold), (method, threshold)
+
+
+def test_three_20kb_traces_send_a_few_thousand_pairs(served) -> None:
+    """Three 20 KB traces (real CoTs of the model runs, concatenated): every pair above 0.05 was ~53,000 pairs and
+    1.6 MiB of page data; the top partners are a few thousand and the JSON under 150 KB."""
+    import json
+    import random
+
+    texts = [c.cot for it in served.items for c in it.sample.generated_cot if c.cot and len(c.cot) > 200]
+    rng = random.Random(0)
+    traces = []
+    for _ in range(3):
+        t = ""
+        while len(t) < 20_000:
+            t += rng.choice(texts) + "\n"
+        traces.append(t[:20_000])
+    sim = pairwise(traces)
+    n = sum(len(s) for s in sim["sentences"])
+    assert len(sim["pairs"]) <= 5 * n and len(json.dumps(sim)) < 150_000, (len(sim["pairs"]), len(json.dumps(sim)))

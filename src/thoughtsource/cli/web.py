@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from ..console import console, stdout
+from ..errors import DataError
 
 DB_HELP = "Annotation database (SQLite; default: annotations.sqlite in the thoughtsource home folder)."
 
@@ -338,17 +339,27 @@ def annotations_export(
     annotator: str | None = typer.Option(None, help="Only this annotator's annotations (no adjudicated labels)."),
     all_annotators: bool = typer.Option(False, "--all-annotators",
                                         help="prm-jsonl: one record per CoT and annotator instead of the final labels."),
+    strict: bool = typer.Option(False, "--strict", help="Refuse to export when stored step labels break the rule "
+                                "(first_error on a step labelled -1, no -1 before it); without it they are listed."),
 ) -> None:
     """Write the annotations into generated_cot.annotations (author, date, key, value), as CSV, or step labels as prm-jsonl.
 
-    Adjudicated labels are exported too (marked "adjudicated": true); prm-jsonl takes them as the final labels."""
-    from ..web.data import ServedData
+    Adjudicated labels are exported too (marked "adjudicated": true); prm-jsonl takes them as the final labels.
+    Stored step labels that contradict themselves (stored before the rule was checked) are listed on stderr, and
+    with --strict nothing is written."""
+    from ..web.data import ServedData, step_label_problems
     from ..web.db import AnnotationDB, normalize_name
 
     data = ServedData.load(files)
     store = AnnotationDB(_existing_db(db))
     rows = store.annotations(annotator=normalize_name(annotator) if annotator else None)
     final = [] if annotator else store.adjudications()
+    problems = step_label_problems(data, rows, final)
+    if problems and strict:
+        raise DataError(f"{len(problems)} stored step-label value(s) break the rule of step labels; nothing written "
+                        "(fix them on the sample pages or /adjudicate, or export without --strict)", problems=problems)
+    for line in problems:
+        console.print(f"warning: inconsistent step labels: {line}", markup=False, highlight=False, soft_wrap=True)
     if format is ExportFormat.csv:
         n = data.export_csv(rows, out, final)
     elif format is ExportFormat.prm_jsonl:
@@ -369,13 +380,19 @@ def annotations_import(
 
     The inverse of `annotations export`: exporting again gives the same annotations."""
     from ..collection import Collection
-    from ..web.data import rows_from_collection
+    from ..web.data import ServedData, rows_from_collection, step_label_problems
     from ..web.db import AnnotationDB
 
     store = AnnotationDB(_db_path(db))
     n = m = 0
     for f in files:
-        rows, final = rows_from_collection(Collection.load(f))
+        collection = Collection.load(f)
+        rows, final = rows_from_collection(collection)
+        problems = step_label_problems(ServedData(collection), rows, final)
+        if problems:  # checked before anything of the file is stored
+            raise DataError(f"{len(problems)} step-label value(s) break the rule of step labels (first_error names a "
+                            "step labelled -1, no -1 before it); nothing of this file imported", path=str(f),
+                            problems=problems)
         n += store.import_rows(rows)
         for r in final:
             store.adjudicate(r.ref, r.key, r.value, r.annotator, date=r.updated or None)

@@ -31,7 +31,7 @@ from ..errors import Cancelled, DataError, StoreError, ThoughtSourceError
 from . import agreement as agreement_mod
 from . import auth
 from .data import UPLOAD_SUFFIXES, ServedData, id_clash, sample_done
-from .db import ROLES, STEP_KEY, STEP_VALUES, CotRef, User
+from .db import ROLES, STEP_KEY, STEP_VALUES, AnnotationDB, CotRef, User, step_labels_problem
 from .limits import MAX_UPLOAD_BYTES
 from .routes import DB, CurrentUser, Data, Settings, annotation_db, check_csrf, render, sample_path, served_data
 
@@ -151,13 +151,28 @@ async def adjudicate_steps(request: Request, user: CurrentUser) -> Response:
     if first is not None:
         if not 0 <= first < n:
             raise DataError(f"first_error {first} out of range: this CoT has {n} steps", field="first_error")
-        labels[first] = -1
+        if labels[first] is None:  # marking the first error labels it -1 (as the keyboard's e does)
+            labels[first] = -1
+    db = annotation_db(request)
     if all(v is None for v in labels):  # a form left empty is no decision (it was stored, and prm-jsonl exported it)
-        await run_in_threadpool(annotation_db(request).adjudicate, ref, STEP_KEY, None, user.name)
+        await run_in_threadpool(db.adjudicate, ref, STEP_KEY, None, user.name)
         return _back(request, user, "/adjudicate", notice="no step was set: nothing stored (a final value there was cleared)")
-    await run_in_threadpool(annotation_db(request).adjudicate, ref, STEP_KEY, {"labels": labels, "first_error": first}, user.name)
+    value = {"labels": labels, "first_error": first}
+    await run_in_threadpool(check_final_steps, db, ref, value, n)
+    await run_in_threadpool(db.adjudicate, ref, STEP_KEY, value, user.name)
     log.info("%s adjudicated the step labels of %s", user.name, ref)
     return _back(request, user, "/adjudicate", notice="final step labels saved")
+
+
+def check_final_steps(db: AnnotationDB, ref: CotRef, value: dict[str, Any], n_steps: int) -> None:
+    """Refuse final step labels that break :func:`db.step_labels_problem` (a 422 naming the field): the first
+    error labelled other than -1, a -1 before it, or, on a CoT whose steps no annotator labelled, a step left
+    without a label (``{"labels": [], "first_error": 0}`` made a first error of a step nobody had seen)."""
+    labelled = any(r.key == STEP_KEY and r.ref == ref
+                   for r in db.annotations(dataset=ref.dataset, split=ref.split, sample_id=ref.sample_id))
+    problem = step_labels_problem(value, n_steps, explicit=not labelled)
+    if problem is not None:
+        raise DataError(problem[1], field=problem[0])
 
 
 MAX_FINAL_VALUE = 200_000  # characters of a final value's JSON: a step-labels object of a CoT of ~50,000 steps
@@ -210,6 +225,7 @@ def adjudicate(request: Request, user: CurrentUser, data: Data, db: DB, settings
         if first is None and all(v is None for v in steps):  # no decision: clear, never store an all-empty one
             db.adjudicate(ref, key, None, user.name)
             return _back(request, user, "/adjudicate", notice="no step was set: nothing stored (a final value there was cleared)")
+        check_final_steps(db, ref, parsed, n)
     db.adjudicate(ref, key, parsed, user.name)
     log.info("%s adjudicated %s on %s", user.name, key, ref)
     return _back(request, user, "/adjudicate", notice="final label saved")

@@ -22,7 +22,7 @@ from ..collection import Collection
 from ..errors import ThoughtSourceError
 from ..io import atomic_write
 from ..schema import Annotation, GeneratedCot, Sample, model_name
-from .db import STEP_KEY, AnnotationRow, CotRef
+from .db import STEP_KEY, AnnotationRow, CotRef, step_labels_problem
 from .similarity import sentences
 
 log = logging.getLogger(__name__)
@@ -201,7 +201,8 @@ class ServedData:
             (Path(f).name, collection) for f in files[:1]]
         self.items: list[Item] = []
         self._index: dict[tuple[str, str, str], Item] = {}
-        self._text: list[str] = []
+        self._shown: list[tuple[str, ...]] = []  # per item: the lower-cased texts the sample page shows, one per field
+        self._reference: list[tuple[str, ...]] = []  # per item: the reference CoT's sentences (shown with the gold only)
         for d, s, x in collection.samples():
             key = (d, s, x.id)
             if key in self._index:
@@ -210,8 +211,9 @@ class ServedData:
             item = Item(len(self.items), d, s, x)
             self.items.append(item)
             self._index[key] = item
-            parts = [x.question, x.context or "", *x.choices, *x.cot, *(c.cot or "" for c in x.generated_cot)]
-            self._text.append("\n".join(parts).lower())
+            self._shown.append(tuple(t.lower() for t in (x.question, x.context or "", *x.choices,
+                                                           *(c.cot or "" for c in x.generated_cot)) if t))
+            self._reference.append(tuple(t.lower() for t in x.cot if t))
         self._splits: dict[str, set[str]] = {}
         for it in self.items:
             self._splits.setdefault(it.dataset, set()).add(it.split)
@@ -284,11 +286,16 @@ class ServedData:
         return CotRef(dataset, split, sample_id, cot)
 
     # ------------------------------------------------------------------ filters
-    def select(self, f: Filters, annotated: set[tuple[str, str, str]]) -> list[Item]:
+    def select(self, f: Filters, annotated: set[tuple[str, str, str]], reference: bool = True) -> list[Item]:
+        """The items that pass ``f``, in file order.  The search ``f.q`` matches within one shown field at a time (the
+        question, the context, a choice, a generated CoT; with ``reference`` a sentence of the reference CoT, which the
+        page shows with the gold answer only): never across fields, never a field the viewer is not shown.  Before, it
+        matched the fields joined in file order, the reference CoT included, so a blind annotator read the hidden
+        reference CoT and the CoTs' file order (the end of one + newline + the start of the next) by searching."""
         q = f.q.strip().lower()
         cot_level = bool(f.model or f.trigger or f.correct)
         out = []
-        for it, text in zip(self.items, self._text, strict=True):
+        for it, shown, ref in zip(self.items, self._shown, self._reference, strict=True):
             x = it.sample
             if (f.dataset and it.dataset != f.dataset) or (f.split and it.split != f.split) or (f.type and x.type != f.type):
                 continue
@@ -298,7 +305,7 @@ class ServedData:
                 continue
             if f.annotated == "no" and it.key in annotated:
                 continue
-            if q and q not in text:
+            if q and not any(q in t for t in shown) and not (reference and any(q in t for t in ref)):
                 continue
             out.append(it)
         return out
@@ -444,6 +451,28 @@ def prm_records(data: CotLookup, rows: Iterable[AnnotationRow], final: Iterable[
         log.warning("%d CoT(s) whose annotators disagree on the step labels were left out; adjudicate them "
                     "or export with all annotators", unresolved)
     return out, unresolved
+
+
+def step_label_problems(data: CotLookup, rows: Iterable[AnnotationRow], final: Iterable[AnnotationRow] = ()) -> list[str]:
+    """One line per stored step-label value that breaks the rule of step labels (:func:`db.step_labels_problem`):
+    ``rows`` are annotators' values, ``final`` adjudicated ones (which, on a CoT no annotator labelled, must label
+    every step).  Values on CoTs that are not in ``data`` are not checked (they are not exported either)."""
+    rows = list(rows)
+    labelled = {r.ref for r in rows if r.key == STEP_KEY}
+    out: list[str] = []
+    for r, is_final in [*((r, False) for r in rows), *((r, True) for r in final)]:
+        if r.key != STEP_KEY:
+            continue
+        try:
+            cot = data.cot(r.ref)
+        except NotFound:
+            continue
+        problem = step_labels_problem(r.value, len(sentences(cot.cot or "")), explicit=is_final and r.ref not in labelled)
+        if problem is not None:
+            who = f"final value by {r.annotator}" if is_final else r.annotator
+            out.append(f"{r.ref.dataset}/{r.ref.split}/{r.ref.sample_id} CoT {r.ref.cot_id} ({who}): "
+                       f"field '{problem[0]}': {problem[1]}")
+    return out
 
 
 def rows_from_collection(collection: Collection) -> tuple[list[AnnotationRow], list[AnnotationRow]]:

@@ -59,16 +59,6 @@ def blind_order(key: bytes, user: User, it: Item) -> list[int]:
     return sorted(range(len(names)), key=names.__getitem__)
 
 
-def renumber(sim: dict[str, Any], shown: dict[int, int]) -> dict[str, Any]:
-    """The similarity data with CoT file positions replaced by shown positions (blind review: the file order,
-    which groups CoTs by model, must not reach the page)."""
-    order = sorted(shown, key=shown.__getitem__)
-    return {
-        "sentences": [sim["sentences"][i] for i in order],
-        "pairs": [[shown[p[0]], p[1], shown[p[2]], *p[3:]] for p in sim["pairs"]],
-    }
-
-
 @dataclass(frozen=True)
 class Viewer:
     """Who looks at a page: the user, whether blind review applies to them, and the key of its aliases."""
@@ -79,6 +69,23 @@ class Viewer:
 
     def shown_id(self, it: Item, cid: str) -> str:
         return blind_alias(self.blind_key, self.user, it, cid) if self.blind else cid
+
+    def order(self, it: Item) -> list[int]:
+        """The file positions of the sample's CoTs in the order this viewer sees them (:func:`blind_order` during
+        blind review, else the file order).  Everything the page and the API derive from the CoTs (cards, the
+        similarity data with its pairs, their order and sides, tie-breaks) is computed from the CoTs taken in this
+        order, never renumbered from the file order afterwards."""
+        return blind_order(self.blind_key, self.user, it) if self.blind else list(range(len(it.cot_ids)))
+
+    def shows_gold(self, settings: ServeSettings) -> bool:
+        """Whether the viewer is shown the gold answer and the reference CoT (which tell which CoTs are right)."""
+        return not self.blind or settings.blind_show_gold
+
+    def select(self, data: ServedData, db: AnnotationDB, f: Filters, settings: ServeSettings) -> list[Item]:
+        """The samples of the viewer's list filtered by ``f``: only by what the viewer is shown (:meth:`hide_filters`;
+        the search reads the reference CoT only when the page shows it)."""
+        self.hide_filters(f)
+        return data.select(f, db.annotated_samples(auth.visible_annotator(self.user, None)), self.shows_gold(settings))
 
     def hide_filters(self, f: Filters) -> None:
         """No filtering by what blind review hides."""
@@ -124,8 +131,7 @@ def list_page(data: ServedData, db: AnnotationDB, f: Filters, viewer: Viewer, se
               notice: str) -> dict[str, Any]:
     """The context of ``list.html``: page ``page`` of the samples filtered by ``f``, the viewer's progress and queue."""
     user = viewer.user
-    viewer.hide_filters(f)
-    items = data.select(f, db.annotated_samples(auth.visible_annotator(user, None)))
+    items = viewer.select(data, db, f, settings)
     mine = db.annotated_samples(user.name)
     size = settings.page_size
     pages_n = max(1, math.ceil(len(items) / size))
@@ -177,30 +183,19 @@ def _cot_card(i: int, shown_id: str, c: GeneratedCot, mine: dict[str, Any], othe
 
 
 def cot_cards(it: Item, rows: list[AnnotationRow], viewer: Viewer) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """The sample's CoT columns in file order, and the viewer's own annotations per shown CoT id (the page's state)."""
+    """The sample's CoT columns in the viewer's order (:meth:`Viewer.order`: shuffled during blind review) and the
+    viewer's own annotations per shown CoT id (the page's state, built in the same order)."""
     name = viewer.user.name
     cards: list[dict[str, Any]] = []
     state: dict[str, dict[str, Any]] = {}
-    for i, (cid, c) in enumerate(zip(it.cot_ids, it.sample.generated_cot, strict=True)):
+    for shown, i in enumerate(viewer.order(it)):
+        cid, c = it.cot_ids[i], it.sample.generated_cot[i]
         mine = {r.key: r.value for r in rows if r.annotator == name and r.ref.cot_id == cid}
         shown_id = viewer.shown_id(it, cid)
         state[shown_id] = mine
         others = [r for r in rows if r.annotator != name and r.ref.cot_id == cid]
-        cards.append(_cot_card(i, shown_id, c, mine, others, viewer))
+        cards.append(_cot_card(shown, shown_id, c, mine, others, viewer))
     return cards, state
-
-
-def shuffle_for(viewer: Viewer, it: Item, cards: list[dict[str, Any]],
-                similarity: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Blind review: each annotator their own order of the sample's CoTs, the same on every visit; the page names
-    CoTs by shown position, never by file position."""
-    if not viewer.blind:
-        return cards, similarity
-    cards = [cards[i] for i in blind_order(viewer.blind_key, viewer.user, it)]
-    similarity = renumber(similarity, {c["index"]: shown for shown, c in enumerate(cards)})
-    for shown, c in enumerate(cards):
-        c["index"] = shown
-    return cards, similarity
 
 
 def neighbours(items: list[Item], it: Item) -> tuple[int | None, Item | None, Item | None]:
@@ -225,15 +220,13 @@ def sample_page(data: ServedData, db: AnnotationDB, it: Item, f: Filters, viewer
     """The context of ``sample.html``: question, gold data and all generated CoTs side by side, the viewer's
     annotations and the visible ones of others, and the links to the neighbours in the list filtered by ``f``.
 
-    ``similarity``: the sample's pairwise sentence similarities in file order (:func:`similarity.pairwise`).
+    ``similarity``: :func:`similarity.pairwise` of the sample's CoTs taken in ``viewer.order(it)``.
     """
     user, x = viewer.user, it.sample
-    viewer.hide_filters(f)
     visible = auth.visible_annotator(user, None)
     rows = db.annotations(dataset=it.dataset, split=it.split, sample_id=x.id, annotator=visible)
     cards, state = cot_cards(it, rows, viewer)
-    cards, similarity = shuffle_for(viewer, it, cards, similarity)
-    items = data.select(f, db.annotated_samples(visible))
+    items = viewer.select(data, db, f, settings)
     pos, prev_it, next_it = neighbours(items, it)
     page_data = {
         "ref": {"dataset": it.dataset, "split": it.split, "sample_id": x.id},
@@ -247,7 +240,7 @@ def sample_page(data: ServedData, db: AnnotationDB, it: Item, f: Filters, viewer
         "prev": sample_href(prev_it, f) if prev_it else None,
         "next": sample_href(next_it, f) if next_it else None,
     }
-    show_gold = not viewer.blind or settings.blind_show_gold  # the gold answer tells which CoTs are right
+    show_gold = viewer.shows_gold(settings)
     query = f.query()
     return {
         "it": it, "x": x, "cots": cards, "choices": choices(x, show_gold), "labels": settings.labels,

@@ -22,7 +22,7 @@ from ..errors import DataError, StoreError
 from . import auth, presenters
 from .data import Filters, Item, NotFound, ServedData, sample_done, write_csv
 from .db import AnnotationDB, CotRef, User
-from .presenters import renumber, sample_path
+from .presenters import sample_path
 from .settings import ServeSettings
 from .similarity import pairwise
 
@@ -234,15 +234,20 @@ def next_for_me(request: Request, user: CurrentUser, db: DB) -> Response:
 
 
 # --------------------------------------------------------------------------- sample page
-def _similarity(request: Request, it: Item) -> dict[str, Any]:
-    """Pairwise sentence similarities of the sample's CoTs, cached per app (the data never changes)."""
-    cache: dict[tuple[str, str, str], dict[str, Any]] = request.app.state.sim_cache
-    sim = cache.get(it.key)
+def _similarity(request: Request, user: User, it: Item) -> dict[str, Any]:
+    """:func:`similarity.pairwise` of the sample's CoTs in the order ``user`` sees them (:meth:`Viewer.order`), cached
+    per app and order (the data never changes).  Computed on the shown order, not renumbered from the file order:
+    which CoT is "a" in a pair, the pairs' order and the tie-breaks of the top partners then follow the shown
+    order alone (renumbered, the file order stayed in them: the CoT first in a pair was the first in the file)."""
+    order = viewer(request, user).order(it)
+    cache: dict[tuple[tuple[str, str, str], tuple[int, ...]], dict[str, Any]] = request.app.state.sim_cache
+    key = (it.key, tuple(order))
+    sim = cache.get(key)
     if sim is None:
-        sim = pairwise([c.cot or "" for c in it.sample.generated_cot])
-        if len(cache) > 512:
+        sim = pairwise([it.sample.generated_cot[i].cot or "" for i in order])
+        if len(cache) > 2048:
             cache.clear()
-        cache[it.key] = sim
+        cache[key] = sim
     return sim
 
 
@@ -276,7 +281,7 @@ def sample_page(request: Request, path: str, user: CurrentUser, f: Annotated[Fil
     The path is ``dataset/split/sample id``; names containing "/" are resolved against the served data.
     """
     it = data.resolve(path)
-    ctx = presenters.sample_page(data, db, it, f, viewer(request, user), settings, _similarity(request, it),
+    ctx = presenters.sample_page(data, db, it, f, viewer(request, user), settings, _similarity(request, user, it),
                                  csrf=request.state.csrf)
     return render(request, "sample.html", user, **ctx)
 
@@ -436,8 +441,4 @@ def delete_annotation(request: Request, annotation_id: int, user: CurrentUser, d
 def similarity(request: Request, path: str, user: CurrentUser, data: Data) -> dict[str, Any]:
     """The sample's sentence similarities, CoTs numbered as the user's sample page shows them: during blind review
     in the user's shuffled order (the file order groups CoTs by model, so it would name the models)."""
-    it = data.resolve(path)
-    sim = _similarity(request, it)
-    if blind(request, user):
-        sim = renumber(sim, {i: shown for shown, i in enumerate(blind_order(request.app, user, it))})
-    return sim
+    return _similarity(request, user, data.resolve(path))

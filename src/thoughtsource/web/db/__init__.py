@@ -33,6 +33,7 @@ from .rows import (
     User,
     normalize_name,
     now,
+    step_labels_problem,
 )
 from .schema import MIGRATIONS
 from .server import ServerState
@@ -41,6 +42,7 @@ from .users import Users
 __all__ = [
     "BUSY_TIMEOUT_MS", "MAX_NAME", "MIGRATIONS", "ROLES", "STEP_KEY", "STEP_VALUES", "AnnotationDB", "AnnotationRow",
     "Annotations", "CotRef", "Database", "Reviews", "ServerState", "User", "Users", "normalize_name", "now",
+    "step_labels_problem",
 ]
 
 

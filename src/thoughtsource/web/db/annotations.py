@@ -6,9 +6,9 @@ import json
 import sqlite3
 from typing import Any
 
-from ...errors import StoreError
+from ...errors import DataError, StoreError
 from .connection import Database
-from .rows import STEP_KEY, STEP_VALUES, AnnotationRow, CotRef, _row, now
+from .rows import STEP_KEY, STEP_VALUES, AnnotationRow, CotRef, _row, now, step_labels_problem
 
 
 class Annotations(Database):
@@ -128,7 +128,10 @@ class Annotations(Database):
         """Change one step of ``annotator``'s step labels of a CoT (read-modify-write in one transaction).
 
         ``label`` sets step ``step`` to +1 / 0 / -1 (None clears it; ``...`` leaves it); ``first_error=True``
-        marks the step as the first error (and labels it -1, as PRM800K does), ``False`` unmarks it.
+        marks the step as the first error (and labels it -1, as PRM800K does), ``False`` unmarks it.  A change whose
+        result breaks :func:`step_labels_problem` is refused (:class:`DataError` naming the field) and nothing is
+        stored: labelling the first error +1 (``e`` then ``+`` stored a first error on a +1 step), a -1 before it, or
+        marking a first error after a step labelled -1.
         """
         if not 0 <= step < n_steps:
             raise StoreError(f"step {step} out of range (this CoT has {n_steps} steps)")
@@ -151,6 +154,10 @@ class Annotations(Database):
                 first = None
             if first is not None and not 0 <= first < n_steps:
                 first = None
+            problem = step_labels_problem({"labels": labels, "first_error": first}, n_steps)
+            if problem is not None:
+                field = "first_error" if first_error is not None else "label"
+                raise DataError(problem[1], field=field)
             new = json.dumps({"labels": labels, "first_error": first})
             conn.execute(
                 "INSERT INTO annotations (dataset, split, sample_id, cot_id, annotator, key, value, created, updated) "

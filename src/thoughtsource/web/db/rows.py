@@ -16,6 +16,38 @@ STEP_VALUES = (-1, 0, 1)  # PRM800K: incorrect, neutral, correct
 MAX_NAME = 100
 
 
+def step_labels_problem(value: Any, n_steps: int, *, explicit: bool = False) -> tuple[str, str] | None:
+    """The one rule of step labels, on every path that stores them (a step saved from the keyboard or the API, a
+    final value set on /adjudicate, an import) and reported by ``annotations export``: ``first_error``, when set,
+    names a step labelled -1, and no step before it is labelled -1 (the first error is the first wrong step).
+    ``explicit`` (adjudicating a CoT whose steps nobody labelled): every step carries a label of its own.
+
+    ``value`` is ``{"labels": [1|0|-1|null, ...], "first_error": k|null}`` of a CoT of ``n_steps`` steps (steps
+    counted from 0; missing labels are null).  Returns (the field at fault, why) or None when the rule holds."""
+    if not isinstance(value, dict):
+        return "value", "step labels are {\"labels\": [...], \"first_error\": k or null}"
+    labels = list(value.get("labels") or [])
+    first = value.get("first_error")
+    if len(labels) > n_steps or any(v is not None and (type(v) is not int or v not in STEP_VALUES) for v in labels):
+        return "labels", f"at most {n_steps} labels (one per step), each 1, 0, -1 or null"
+    labels += [None] * (n_steps - len(labels))
+    if explicit and None in labels:
+        return "labels", (f"nobody labelled the steps of this CoT: give a label to each of its {n_steps} steps "
+                          f"(step {labels.index(None)} has none)")
+    if first is None:
+        return None
+    if type(first) is not int or not 0 <= first < n_steps:
+        return "first_error", f"first_error {first!r} is not a step of this CoT (0 to {n_steps - 1}, or null)"
+    if labels[first] != -1:
+        return "first_error", (f"step {first} is marked the first error but labelled {labels[first]!r}; "
+                               "the first error is a step labelled -1")
+    earlier = next((j for j in range(first) if labels[j] == -1), None)
+    if earlier is not None:
+        return "labels", (f"step {earlier} is labelled -1 before the first error (step {first}); the first error "
+                          "is the first step labelled -1")
+    return None
+
+
 def normalize_name(name: str) -> str:
     """A user name as stored and looked up: NFKC, surrounding spaces removed, case folded ("Alice " → "alice")."""
     return unicodedata.normalize("NFKC", name).strip().casefold()
