@@ -110,8 +110,8 @@ def test_the_served_page_folds_the_thinking_and_shows_the_final_answer_apart(lon
     it = long_app.state.data.items[0]
     page = client.get(f"/sample/{it.dataset}/{it.split}/{it.sample.id}").text
     # three cards; each thought folded (a closed <details>), collapsed and labelled with its length
-    assert page.count('<details class="part thinking collapsed" data-kind="thinking">') == len(MODELS)
-    assert page.count('class="part answer"') == len(MODELS) - 1 and page.count("cut off: no &lt;/think&gt;") == 1
+    assert page.count('<details class="part part-thinking collapsed" data-kind="thinking">') == len(MODELS)
+    assert page.count('class="part part-answer"') == len(MODELS) - 1 and page.count("cut off: no &lt;/think&gt;") == 1
     assert "No final answer: the trace was cut off while thinking." in page
     for c in it.sample.generated_cot:
         want = split_reasoning(c.cot)

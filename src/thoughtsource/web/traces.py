@@ -69,11 +69,11 @@ class TracePart:
 
 
 def _trim(pieces: list[Piece]) -> list[Piece]:
-    """The pieces without the whitespace at either end (the text is shown with its line breaks)."""
-    shown = [i for i, p in enumerate(pieces) if p.index >= 0]
-    if not shown:
-        return []
-    return pieces[shown[0] : shown[-1] + 1]
+    """The pieces without the whitespace before the first shown sentence and after the last (the text is shown with
+    its line breaks); the hidden steps stay where they are."""
+    shown = [i for i, p in enumerate(pieces) if p.index >= 0 and not p.tag]
+    first, last = (shown[0], shown[-1]) if shown else (len(pieces), -1)
+    return [p for i, p in enumerate(pieces) if p.index >= 0 or first < i < last]
 
 
 def trace_parts(text: str, reasoning: ReasoningInfo | None = None) -> list[TracePart]:
