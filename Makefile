@@ -40,7 +40,7 @@ bench: install
 
 ## screenshots: re-take docs/img/web_*.png (the browser tests write them to a temp folder otherwise).
 screenshots: install
-	THOUGHTSOURCE_DOCS_SCREENSHOTS=1 $(PY) -m pytest -q tests/web/test_browser.py
+	THOUGHTSOURCE_DOCS_SCREENSHOTS=1 $(PY) -m pytest -q tests/web/test_browser.py tests/web/test_browser_traces.py
 
 ## lint: mypy (typecheck), then ruff.
 lint: install typecheck

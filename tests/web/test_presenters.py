@@ -39,7 +39,7 @@ def test_the_page_shows_cots_in_file_order_with_own_and_visible_annotations(tmp_
     cards = page["cots"]
     assert [c["id"] for c in cards] == it.cot_ids and [c["index"] for c in cards] == list(range(len(cards)))
     assert cards[0]["mine"][settings.labels[0]] is True and cards[0]["mine"][STEP_KEY]["labels"][0] == 1
-    assert cards[0]["step_labels"][0] == 1 and len(cards[0]["step_labels"]) == sum(s.index >= 0 for s in cards[0]["segments"])
+    assert cards[0]["step_labels"][0] == 1 and len(cards[0]["step_labels"]) == sum(p.steps for p in cards[0]["parts"])
     assert cards[1]["others"] == []  # an annotator sees only their own annotations
     assert [c["model"] for c in cards] == [model_name(c) if c.model is not None else "unknown model"
                                           for c in it.sample.generated_cot]

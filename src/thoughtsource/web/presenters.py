@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+from ..reasoning import reasoning_info
 from ..schema import model_name
 from . import auth
 from .agreement import progress
 from .data import Filters, Item, ServedData, cot_correct, sample_done
 from .db import STEP_KEY, AnnotationDB, AnnotationRow, User
-from .similarity import segments
+from .traces import trace_parts
 
 if TYPE_CHECKING:
     from ..schema import GeneratedCot, Sample
@@ -163,15 +164,16 @@ def _provenance(c: GeneratedCot, hidden: bool) -> dict[str, Any]:
 
 def _cot_card(i: int, shown_id: str, c: GeneratedCot, mine: dict[str, Any], others: list[AnnotationRow],
               viewer: Viewer) -> dict[str, Any]:
-    """One CoT's column: its text in steps, the viewer's labels, and what blind review leaves visible."""
+    """One CoT's column: its text in steps, in parts (thinking apart from the final answer, :func:`trace_parts`), the
+    viewer's labels, and what blind review leaves visible."""
     steps = mine.get(STEP_KEY) or {}
-    segs = segments(c.cot or "")
-    n_steps = sum(1 for seg in segs if seg.index >= 0)
+    parts = trace_parts(c.cot or "", reasoning_info(c))
+    n_steps = sum(p.steps for p in parts)
     return {
         "index": i,
         "id": shown_id,
         **_provenance(c, viewer.blind),
-        "segments": segs,
+        "parts": parts,
         "step_labels": (list(steps.get("labels") or []) + [None] * n_steps)[:n_steps],
         "first_error": steps.get("first_error"),
         "answers": [{"text": (a.answer or "").strip(), "correct": None if viewer.blind else a.correct_answer}

@@ -129,18 +129,27 @@
   const steps = new Map(cots.map((c) => [c, Array.from(c.querySelectorAll(".step"))]));
   const cursor = new Map();
 
+  // a sentence that is only a think tag stays a step (the numbering) but is hidden: the cursor passes it by
+  const shown = (s) => !s.classList.contains("tagstep");
+
   function showCursor(cotEl, i) {
     const ss = steps.get(cotEl);
     ss.forEach((s, k) => s.classList.toggle("cur", k === i));
     cursor.set(cotEl, i);
-    if (ss[i]) ss[i].scrollIntoView({block: "nearest"});
+    if (ss[i]) { reveal(ss[i]); ss[i].scrollIntoView({block: "nearest"}); }
+  }
+
+  // the nearest shown step from i on in direction delta (±1), or -1
+  function nextShown(ss, i, delta) {
+    for (let k = i; k >= 0 && k < ss.length; k += delta) if (shown(ss[k])) return k;
+    return -1;
   }
 
   function moveStep(cotEl, delta) {
     const ss = steps.get(cotEl);
-    if (!ss.length) return;
     const cur = cursor.has(cotEl) ? cursor.get(cotEl) : -1;
-    showCursor(cotEl, Math.max(0, Math.min(ss.length - 1, cur + delta)));
+    const k = nextShown(ss, cur + delta, delta);
+    if (k >= 0) showCursor(cotEl, k); else if (cur < 0 && nextShown(ss, 0, 1) >= 0) showCursor(cotEl, nextShown(ss, 0, 1));
   }
 
   function showSteps(cotEl, value) {
@@ -162,8 +171,8 @@
 
   function labelStep(cotEl, change) {
     const ss = steps.get(cotEl);
-    if (!ss.length) return;
-    if (!cursor.has(cotEl)) showCursor(cotEl, 0);
+    if (nextShown(ss, 0, 1) < 0) return;
+    if (!cursor.has(cotEl)) showCursor(cotEl, nextShown(ss, 0, 1));
     const i = cursor.get(cotEl);
     const before = currentSteps(cotEl);
     const after = {labels: before.labels.slice(), first_error: before.first_error};
@@ -175,8 +184,37 @@
     send(cotEl, cotId + "\u0000step_labels", "/api/steps", Object.assign({step: i}, change), (data) => {
       (page.state[cotId] || (page.state[cotId] = {})).step_labels = data.annotation.value;
     }, () => showSteps(cotEl, before));
-    if ("label" in change && change.label !== null && i + 1 < ss.length) showCursor(cotEl, i + 1);
+    if ("label" in change && change.label !== null && nextShown(ss, i + 1, 1) >= 0) showCursor(cotEl, nextShown(ss, i + 1, 1));
   }
+
+  // ---------------------------------------------------------------- long traces
+  // A part over about 2 KB is collapsed (.collapsed) with a "show all" button; thinking is folded (<details>).
+  function setExpanded(part, on) {
+    part.classList.toggle("collapsed", !on);
+    const btn = part.querySelector(":scope > .show-all");
+    if (btn) {
+      btn.setAttribute("aria-expanded", on ? "true" : "false");
+      btn.textContent = on ? "show less" : btn.dataset.more;
+    }
+  }
+
+  // the step cursor (or a similar sentence) never sits where it cannot be seen: unfold its thinking, and show all of a
+  // collapsed part when the step lies below the fold
+  function reveal(el) {
+    const details = el.closest("details");
+    if (details && !details.open) details.open = true;
+    const part = el.closest(".part.collapsed");
+    if (part) {
+      const box = part.querySelector(".cot-text").getBoundingClientRect();
+      if (el.getBoundingClientRect().bottom > box.bottom - 4) setExpanded(part, true);
+    }
+  }
+
+  document.querySelectorAll(".part .show-all").forEach((btn) => btn.addEventListener("click", (ev) => {
+    ev.stopPropagation();
+    const part = btn.closest(".part");
+    setExpanded(part, part.classList.contains("collapsed"));
+  }));
 
   steps.forEach((ss, cotEl) => ss.forEach((s, k) => s.addEventListener("click", () => { cotEl.focus(); showCursor(cotEl, k); })));
 
@@ -227,7 +265,7 @@
       ev.preventDefault(); labelStep(cot, {label: -1});
     } else if (ev.key === "e") {
       ev.preventDefault();
-      const i = cursor.has(cot) ? cursor.get(cot) : 0;
+      const i = cursor.has(cot) ? cursor.get(cot) : nextShown(steps.get(cot), 0, 1);
       labelStep(cot, {first_error: currentSteps(cot).first_error !== i});
     } else if (ev.key === "Delete" || ev.key === "Backspace") {
       ev.preventDefault(); labelStep(cot, {label: null});
