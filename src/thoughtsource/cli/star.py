@@ -48,7 +48,7 @@ RUN_OPTIONS = [
     *options(StarConfig, "task", "model", {"path": "iterations", "short": "-n"},
              {"path": "rationalization", "name": "--no-rationalization", "off_only": True,
               "help": "STaR without rationalization (rationalization: false)."},
-             "baseline", {"path": "sampling.k", "name": "--samples"}, {"path": "pseudo_labels.mode", "name": "--pseudo-labels"},
+             "baseline", {"path": "sampling.k", "name": "--samples"}, "sampling.accumulate", {"path": "pseudo_labels.mode", "name": "--pseudo-labels"},
              {"path": "pseudo_labels.k", "name": "--pseudo-k"}),
     *options(RunTaskOptions, "digits", "n_train", "n_test"),
     *options(StarConfig, "fewshot_k", {"path": "steps.first", "name": "--steps-first"}, "steps.warmup_steps", "batch_size", "lr",

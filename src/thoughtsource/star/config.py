@@ -151,11 +151,22 @@ class Sampling(_Strict):
     ``generation.temperature``.  Rationalization stays one hinted sample at ``generation.temperature``
     (greedy by default) per problem with no correct sample; test and dev are always decoded at
     ``generation.temperature``.
+
+    ``accumulate: true`` keeps the k samples across iterations (RFT; ReST-EM): the distinct rationales that pass the
+    run's filter are deduplicated (per problem, up to white space) and accumulated, and iteration n trains from the
+    base on the union of what iterations 1..n kept (``iter_n/train.jsonl`` is that union, written whole and atomically
+    each iteration, so a killed and resumed run loses and double-counts nothing; :mod:`.accumulate`).  ``max_kept``
+    then caps the union's records per problem.  Each iteration's metrics report pass@k and valid-pass@k of the k
+    samples (a right answer; a right answer that also passes the task's rationale check) and the union's size and
+    the records new to it (``accumulated``).  False (the default): each iteration trains on its own kept records,
+    as the paper does.
     """
 
     k: int = Field(1, ge=1, description="Rationales sampled per training problem (at sampling.temperature).")
     temperature: float = Field(1.0, gt=0, description="sampling temperature of the k rationales (k > 1 only)")
     max_kept: int | None = Field(None, ge=1, description="at most this many kept records per problem (None: all distinct)")
+    accumulate: bool = Field(False, description="Keep the distinct kept rationales across iterations: iteration n trains "
+                                                "from the base on the union of iterations 1..n (RFT, ReST-EM).")
 
 
 class LoraOptions(_Strict):
@@ -226,9 +237,10 @@ class StarConfig(_Strict):
             raise ValueError("pseudo-labels need rationales: not with baseline 'direct'")
         if self.baseline == "gold" and self.pseudo_labels.mode != "none":
             raise ValueError("baseline 'gold' trains on the reference rationales of gold answers: not with pseudo-labels")
-        if self.sampling.k > 1 and (self.baseline != "star" or self.pseudo_labels.mode != "none"):
-            raise ValueError(f"sampling.k > 1 samples rationales for baseline 'star' without pseudo-labels, not for "
-                             f"baseline {self.baseline!r}" + (" with pseudo-labels" if self.pseudo_labels.mode != "none" else ""))
+        for name, on in (("sampling.k > 1", self.sampling.k > 1), ("sampling.accumulate", self.sampling.accumulate)):
+            if on and (self.baseline != "star" or self.pseudo_labels.mode != "none"):
+                raise ValueError(f"{name} is for the rationales of baseline 'star' without pseudo-labels, not for baseline "
+                                 f"{self.baseline!r}" + (" with pseudo-labels" if self.pseudo_labels.mode != "none" else ""))
         return self
 
     # ------------------------------------------------------------------ io

@@ -29,8 +29,9 @@ Baselines in the same loop: ``baseline="fewshot"`` (iteration 0 only), ``baselin
 (fine-tune on question → answer, no rationales), ``rationalization=False`` (STaR without
 rationalization), ``baseline="gold"`` (fine-tune on the dataset's reference rationales, an upper bound),
 ``sampling.k > 1`` (k rationales per problem at ``sampling.temperature``, each correct distinct one kept, as
-ReST-EM does).  Every arm that trains runs ``steps.steps(n)`` optimizer steps of ``batch_size`` examples at
-iteration n whatever its data's size (matched compute).  ``pseudo_labels.mode="majority"``: the targets are the majority answers of k
+ReST-EM does), ``sampling.accumulate`` (the kept rationales accumulated across iterations, each iteration
+trained from the base on their union: :mod:`.accumulate`).  Every arm that trains runs ``steps.steps(n)``
+optimizer steps of ``batch_size`` examples at iteration n whatever its data's size (matched compute).  ``pseudo_labels.mode="majority"``: the targets are the majority answers of k
 sampled rationales (Appendix H), for questions without gold answers.
 """
 
@@ -48,11 +49,12 @@ from typing import Any
 from ..errors import ConfigError
 from ..io import read_json
 from . import dist
+from .accumulate import accumulate, file_sha256, rationale_key
 from .artifacts import RunFolder, checkpoint, has_checkpoint, iter_dir, rationales, read_jsonl, write, write_jsonl
 from .config import StarConfig
 from .engines import free_memory
 from .generation import Generator, GenStats
-from .metrics import IterationResults, iteration_metrics, pseudo_label_metrics, write_summary
+from .metrics import IterationResults, iteration_metrics, pass_at_k_metrics, pseudo_label_metrics, write_summary
 from .models import RunModels
 from .tasks import Problem, Task, TrainingRecord, get_task
 
@@ -255,7 +257,8 @@ class StarRun:
         """D_n ∪ D_n^rat: the answer filter (the paper), or also the task's rationale check (``filter: verified``).
 
         The task's check runs on every answer-correct rationale whichever filter is on, so each run
-        records how many kept rationales a verified filter would reject (``filter.json``).
+        records how many kept rationales a verified filter would reject, and pass@k and valid-pass@k of the
+        samples (``filter.json``).  ``sampling.accumulate``: the records are the union with iteration n-1's.
         """
         path = d / "train.jsonl"
         if path.exists():
@@ -283,8 +286,10 @@ class StarRun:
                                      "drawn": sum(len(row.get("samples") or [row]) for row in gen["rows"]),
                                      "answer_correct": 0, "duplicates": 0, "capped": 0, "kept": 0,
                                      "problems_with_correct": 0, "problems_with_kept": 0}
+            counts: list[tuple[int, int]] = []  # per problem: answer-right samples, of them the check-passing ones
             for row in gen["rows"]:
                 p = by_id[row["id"]]
+                counts.append((0, 0))
                 for kind, r in (("generate", row), ("rationalize", rat_rows.get(row["id"]))):
                     if r is None or not r["correct"]:
                         continue
@@ -294,6 +299,8 @@ class StarRun:
                         if not c["correct"]:
                             continue
                         reason = self.task.verify(p, c["text"], rationalized=kind == "rationalize")
+                        if kind == "generate":
+                            counts[-1] = (counts[-1][0] + 1, counts[-1][1] + (reason is None))
                         report[kind]["answer_correct"] += 1
                         if reason is not None:
                             report[kind]["rejected"] += 1
@@ -301,7 +308,7 @@ class StarRun:
                                 report["examples"].append({"id": p.id, "kind": kind, "reason": reason, "text": c["text"]})
                         if reason is not None and self.cfg.filter != "answer":
                             continue
-                        key = " ".join(c["text"].split())
+                        key = rationale_key(c["text"])
                         if key in seen:  # identical rationales (up to white space) are one record
                             if sampled:
                                 report["samples"]["duplicates"] += 1
@@ -319,11 +326,25 @@ class StarRun:
                         report["samples"]["kept"] += len(seen)
                         report["samples"]["problems_with_kept"] += bool(seen)
                     break  # rationalization only ran on problems answered wrongly
+            report["pass_at_k"] = pass_at_k_metrics(self.cfg.sampling.k, counts)
+            if self.cfg.sampling.accumulate:
+                records, report["accumulated"] = self._accumulate(n, records)
             write(d / "filter.json", report)
             write(d / "rationales.json", rationales(self.task, self.cfg, n, self.models.path(n - 1), train, gen, rat, kept))
         write_jsonl(path, [r.to_dict() for r in records])
         self._step_done(n, "dataset")
         return records
+
+    def _accumulate(self, n: int, kept: list[TrainingRecord]) -> tuple[list[TrainingRecord], dict[str, Any]]:
+        """Iteration n's kept records added to the union so far (iteration n-1's training set): the union and its report."""
+        prev = iter_dir(self.out, n - 1)
+        previous = [TrainingRecord(**r) for r in read_jsonl(prev / "train.jsonl")] if n > 1 else []
+        union, report = accumulate(previous, kept, max_kept=self.cfg.sampling.max_kept)
+        before = read_json(prev / "filter.json")["accumulated"]["new_by_iteration"] if n > 1 else {}
+        report.update(new_by_iteration={**before, str(n): report["new"]},
+                      previous_sha256=file_sha256(prev / "train.jsonl") if n > 1 else None)
+        log.info("iteration %d: %d kept, %d new to the union of %d", n, len(kept), report["new"], len(union))
+        return union, report
 
     def _train(self, n: int, d: Path, records: list[TrainingRecord]) -> dict[str, Any]:
         path = d / "train_stats.json"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from ..statistics import pass_at_k
 from . import dist
 from .artifacts import write
 from .config import StarConfig
@@ -82,6 +83,9 @@ def iteration_metrics(cfg: StarConfig, task: Task, results: IterationResults) ->
             "train_accuracy_after_rationalization": accuracy((correct or 0) + rat_ok, len(train)) if correct is not None else None,
             "kept": len(records or []),
             "filter": results.filter_report,
+            # the k samples' pass@k and valid-pass@k, and (sampling.accumulate) the union trained on: None where absent
+            "pass_at_k": (results.filter_report or {}).get("pass_at_k"),
+            "accumulated": (results.filter_report or {}).get("accumulated"),
             "kept_rationalized": sum(r.rationalized for r in records or []),
             "steps": (train_stats or {}).get("steps"),
             "train_loss": (train_stats or {}).get("train_loss"),
@@ -108,6 +112,23 @@ def iteration_metrics(cfg: StarConfig, task: Task, results: IterationResults) ->
                 v[2] += bool(rmap.get(r["id"]))
             m["train_by_group"] = {g: {"n": v[0], "correct": v[1], "rationalized_correct": v[2]} for g, v in sorted(by_g.items())}
     return m
+
+
+def pass_at_k_metrics(k: int, counts: Sequence[tuple[int, int]]) -> dict[str, Any]:
+    """pass@k and valid-pass@k over the training problems, from each problem's k samples (the generate step, no hint).
+
+    ``counts``: per problem, (samples whose answer is right, of those the ones that also pass the task's rationale
+    check, :meth:`~.tasks.Task.verify`).  pass@k: the share of problems with a right sample; valid-pass@k: with a
+    right one that passes the check (whichever filter the run keeps rationales with).  pass@1 and valid-pass@1: the
+    unbiased estimates of Chen et al. (2021) from the same k samples (:func:`~thoughtsource.statistics.pass_at_k`).
+    """
+    n = len(counts)
+
+    def mean(j: int, kk: int) -> float | None:
+        return round(sum(pass_at_k(k, c[j], kk) for c in counts) / n, 4) if n else None
+
+    return {"k": k, "problems": n, "solved": sum(c > 0 for c, _ in counts), "validly_solved": sum(v > 0 for _, v in counts),
+            "pass_at_k": mean(0, k), "valid_pass_at_k": mean(1, k), "pass_at_1": mean(0, 1), "valid_pass_at_1": mean(1, 1)}
 
 
 def pseudo_label_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
