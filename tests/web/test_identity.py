@@ -160,3 +160,27 @@ def test_an_upload_claiming_another_cots_derived_id_is_refused_with_one_line(mak
     # the other order: a served explicit h- id, then the CoT without an id that derives it, as a start would load them
     with pytest.raises(ThoughtSourceError, match="is also the id derived"):
         make_app(files=[evil, run])
+
+
+@pytest.mark.parametrize("name", ["bob\u200b", "b\u200bob", "\u202ebob", "b\u043eb", "b\u03bfb",
+                                  "BOB", "\uff42\uff4f\uff42", "b0b", "bo\u0301b"])
+def test_an_account_name_confusable_with_an_existing_one_is_refused(name: str, tmp_path: Path) -> None:
+    """``users add`` (the one way accounts are made) refuses look-alikes of ``bob``: invisible characters (zero-width
+    space, a bidi override), a Cyrillic о, a Greek ο, case, full-width letters (NFKC), a digit 0, a combining accent."""
+    from thoughtsource.errors import StoreError
+
+    db = AnnotationDB(tmp_path / "a.sqlite")
+    db.add_user("bob", "(a password hash)", "annotator")
+    with pytest.raises(StoreError, match="bob"):
+        db.add_user(name, "(a password hash)", "annotator")
+    assert [u.name for u in db.users()] == ["bob"]
+
+
+def test_users_add_refuses_a_cyrillic_look_alike_with_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "COLUMNS": "400", "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")])}
+    add = [sys.executable, "-m", "thoughtsource", "users", "add", "--db", str(tmp_path / "a.sqlite"), "--password-stdin"]
+    assert subprocess.run([*add, "bob"], input=PASSWORD + "\n", text=True, capture_output=True, env=env).returncode == 0
+    p = subprocess.run([*add, "b\u043eb"], input=PASSWORD + "\n", text=True, capture_output=True, env=env)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
+    assert "looks like the existing user 'bob'" in p.stderr
+    assert subprocess.run([*add, "alice"], input=PASSWORD + "\n", text=True, capture_output=True, env=env).returncode == 0
