@@ -160,3 +160,99 @@ def test_an_upload_claiming_another_cots_derived_id_is_refused_with_one_line(mak
     # the other order: a served explicit h- id, then the CoT without an id that derives it, as a start would load them
     with pytest.raises(ThoughtSourceError, match="is also the id derived"):
         make_app(files=[evil, run])
+
+
+@pytest.mark.parametrize("name", ["bob\u200b", "b\u200bob", "\u202ebob", "b\u043eb", "b\u03bfb",
+                                  "BOB", "\uff42\uff4f\uff42", "b0b", "bo\u0301b"])
+def test_an_account_name_confusable_with_an_existing_one_is_refused(name: str, tmp_path: Path) -> None:
+    """``users add`` (the one way accounts are made) refuses look-alikes of ``bob``: invisible characters (zero-width
+    space, a bidi override), a Cyrillic о, a Greek ο, case, full-width letters (NFKC), a digit 0, a combining accent."""
+    from thoughtsource.errors import StoreError
+
+    db = AnnotationDB(tmp_path / "a.sqlite")
+    db.add_user("bob", "(a password hash)", "annotator")
+    with pytest.raises(StoreError, match="bob"):
+        db.add_user(name, "(a password hash)", "annotator")
+    assert [u.name for u in db.users()] == ["bob"]
+
+
+def test_users_add_refuses_a_cyrillic_look_alike_with_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "COLUMNS": "400", "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), os.environ.get("PYTHONPATH", "")])}
+    add = [sys.executable, "-m", "thoughtsource", "users", "add", "--db", str(tmp_path / "a.sqlite"), "--password-stdin"]
+    assert subprocess.run([*add, "bob"], input=PASSWORD + "\n", text=True, capture_output=True, env=env).returncode == 0
+    p = subprocess.run([*add, "b\u043eb"], input=PASSWORD + "\n", text=True, capture_output=True, env=env)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
+    assert "looks like the existing user 'bob'" in p.stderr
+    assert subprocess.run([*add, "alice"], input=PASSWORD + "\n", text=True, capture_output=True, env=env).returncode == 0
+
+
+@pytest.mark.slow
+def test_reupload_replaces_an_identical_one_changes_nothing_and_an_admin_removes_an_upload(make_app, model_run_files,
+                                                                                           tmp_path) -> None:
+    """On a live serve: an upload, labelled; the same bytes again (nothing stored); a corrected file of the same
+    name (replaces it in place: labels stay on the CoTs still there, those of the CoT it dropped are kept and
+    listed); then the admin removes it on the data page (labels kept and listed), and a restart serves without it."""
+    import re
+
+    from .test_hardening import http_login
+
+    run = id_less(next(f for f in model_run_files if f.name == GPT4), tmp_path / "run.json", per_split=2)
+    src = json.loads(next(f for f in model_run_files if f.name == GPT35).read_text())
+    extra = {d: {s: xs[:2] for s, xs in splits.items()} for d, splits in list(src.items())[:2]}
+    first = json.dumps(extra).encode()
+    app = make_app(files=[run])
+    add_user(app, "root", "admin")
+    add_user(app, "alice")
+    folder = app.state.settings.upload_dir
+
+    def upload(client: httpx.Client, csrf: str, content: bytes) -> str:
+        r = client.post("/admin/upload", data={"csrf_token": csrf}, files={"file": ("extra.json", content, "application/json")})
+        assert r.status_code == 303
+        page = client.get(r.headers["location"]).text
+        return re.search(r'<p class="(?:notice|error)"[^>]*>(.*?)</p>', page, re.S).group(1)
+
+    def served_ids() -> set[str]:
+        return {c for it in app.state.data.items for c in it.cot_ids}
+
+    with live_server(app) as base:
+        root, csrf = http_login(base, "root")
+        alice, acsrf = _login(base)
+        with closing(root), closing(alice):
+            assert upload(root, csrf, first).startswith("added extra.json")
+            ids = [c["id"] for splits in extra.values() for xs in splits.values() for x in xs for c in x["generated_cot"]]
+            assert set(ids) <= served_ids()
+            for d, splits in extra.items():
+                for s, xs in splits.items():
+                    for x in xs:
+                        for c in x["generated_cot"]:
+                            body = {"dataset": d, "split": s, "sample_id": x["id"], "cot_id": c["id"], "key": "Too verbose", "value": True}
+                            assert alice.put("/api/annotation", json=body, headers={"X-CSRF-Token": acsrf}).status_code == 200
+            n_rows = len(app.state.db.annotations())
+            assert n_rows == len(ids)
+
+            assert "is the same file as the upload extra.json" in upload(root, csrf, first)
+            assert sorted(p.name for p in folder.iterdir()) == ["extra.json"]
+
+            d0, s0 = next(iter(extra)), next(iter(extra[next(iter(extra))]))
+            dropped = extra[d0][s0][0]["generated_cot"].pop(0)
+            notice = upload(root, csrf, json.dumps(extra).encode())
+            assert notice.startswith("replaced extra.json")
+            assert f"{d0}/{s0}/{extra[d0][s0][0]['id']}/{dropped['id']}" in notice and "are kept" in notice
+            assert sorted(p.name for p in folder.iterdir()) == ["extra.json"]  # not extra-2.json beside it
+            assert dropped["id"] not in served_ids() and set(ids) - {dropped["id"]} <= served_ids()
+            assert len(app.state.db.annotations()) == n_rows
+
+            page = root.get("/admin/data").text
+            assert page.count('action="/admin/upload/remove"') == 1 and 'name="name" value="extra.json"' in page
+            r = root.post("/admin/upload/remove", data={"csrf_token": csrf, "name": "extra.json"})
+            notice = root.get(r.headers["location"]).text
+            assert "removed extra.json" in notice and f"the labels of {len(ids) - 1} CoT(s) no longer served are kept" in notice
+            r = root.post("/admin/upload/remove", data={"csrf_token": csrf, "name": "run.json"})
+            assert "no upload named" in root.get(r.headers["location"]).text
+            r = alice.post("/admin/upload/remove", data={"csrf_token": acsrf, "name": "extra.json"})
+            assert r.status_code == 403
+    assert not set(ids) & served_ids() and list(folder.iterdir()) == []
+    assert len(app.state.db.annotations()) == n_rows
+    restarted = make_app(files=[run])
+    assert not set(ids) & {c for it in restarted.state.data.items for c in it.cot_ids}
+    assert len(restarted.state.db.annotations()) == n_rows

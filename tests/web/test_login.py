@@ -161,3 +161,21 @@ def test_serve_refuses_a_url_as_an_allowed_host_at_start_with_one_line(tmp_path:
     assert len(lines) == 1, p.stderr
     assert "--allowed-hosts" in lines[0] and "'http://annotate.example.org' is not a host name" in lines[0]
     assert not (tmp_path / "a.sqlite").exists()  # refused before anything was opened
+
+
+def test_trusted_checks_go_first_but_cannot_starve_the_others() -> None:
+    """An account holder with her device cookie who keeps logging in (4 checks waiting, the bound) is taken first
+    only twice in a row; then bob's check, waiting from another address, runs."""
+    from thoughtsource.web.auth import PasswordQueue, ServerBusy
+
+    release = threading.Event()
+    order: list[str] = []
+    q = PasswordQueue(workers=1, per_client=10, per_name=2, total=20)
+    first = q.submit("10.0.0.9", lambda: release.wait(60), "x")
+    q.submit("10.0.0.2", lambda: order.append("bob"), "bob")
+    done = [q.submit("10.0.0.1", lambda: order.append("mallory"), "mallory", trusted=True) for _ in range(4)]
+    with pytest.raises(ServerBusy, match="for this user name"):
+        q.submit("10.0.0.1", lambda: None, "mallory", trusted=True)
+    release.set()
+    assert first.result(60) is True and [f.result(60) for f in done] == [None] * 4
+    assert order[:3] == ["mallory", "mallory", "bob"]

@@ -62,8 +62,8 @@ def serve(
                                            "CoTs shuffled and renamed with the server's secret."),
     blind_show_gold: bool = typer.Option(False, "--blind-show-gold", help="During blind review, still show the gold answer."),
     allowed_hosts: str | None = typer.Option(
-        None, help="Comma-separated host names the server answers to (Host header; '*' any). Default: the --host "
-                   "address, and localhost when that is loopback."),
+        None, help="Comma-separated host names the server answers to (Host header; '*' any), each a host, optionally "
+                   "with a port, never a URL. Default: the --host address, and localhost when that is loopback."),
     similarity_threshold: float | None = typer.Option(None, help="Initial similarity-highlighting threshold."),
     forwarded_allow_ips: str | None = typer.Option(
         None, help="Trust X-Forwarded-For/-Proto only from these proxy addresses (comma-separated, e.g. 127.0.0.1); "

@@ -267,7 +267,10 @@ def change_user(request: Request, user: CurrentUser, db: DB, name: Annotated[str
 def data_page(request: Request, user: CurrentUser, data: Data, db: DB, settings: Settings, msg: str = "",
               token: str = "") -> Response:
     auth.require_admin(user)
-    files = [{"index": i, "name": name, "samples": sum(1 for _ in c.samples())} for i, (name, c) in enumerate(data.sources)]
+    folder = settings.upload_dir
+    files = [{"index": i, "name": name, "samples": sum(1 for _ in c.samples()),
+              "upload": folder is not None and _served_upload(data, folder, name) is not None}
+             for i, (name, c) in enumerate(data.sources)]
     return render(request, "data.html", user, files=files, blind_db=bool(db.setting("blind", False)),
                    blind_server=settings.blind, tokens=db.tokens(), **_message(request, user, msg),
                    new_token=request.app.state.new_tokens.pop(token, None) if token else None)
@@ -288,13 +291,57 @@ def _upload_name(filename: str) -> str:
     return stem + suffix
 
 
-def _free_name(folder: Path, name: str) -> Path:
-    target, n = folder / name, 1
-    stem, suffix = name.rsplit(".", 1)
-    while target.exists():
-        n += 1
-        target = folder / f"{stem}-{n}.{suffix}"
-    return target
+def _same_bytes(a: Path, b: Path) -> bool:
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while chunk := fa.read(1 << 20):
+            if chunk != fb.read(len(chunk)):
+                return False
+    return True
+
+
+def _served_upload(data: ServedData, folder: Path, name: str) -> Path | None:
+    """The served file that is the upload ``name`` (None: no such upload; files given to ``serve`` are not uploads)."""
+    return next((Path(f) for f in data.files if Path(f).name == name and Path(f).parent.resolve() == folder.resolve()), None)
+
+
+def _without(data: ServedData, drop: Path, instead: tuple[Path, Collection] | None = None,
+             stop: threading.Event | None = None) -> ServedData:
+    """The served data merged again without the file ``drop`` (with ``instead`` in its place: a replaced upload
+    keeps its position, as the next start's upload order does)."""
+    pairs: list[tuple[Path, Collection]] = []
+    for f, (_, c) in zip(data.files, data.sources, strict=True):
+        if Path(f) != drop:
+            pairs.append((Path(f), c))
+        elif instead is not None:
+            pairs.append(instead)
+    if not pairs:
+        raise DataError(f"{drop.name} is the only served file; it cannot be removed")
+    if stop is not None and stop.is_set():
+        raise Cancelled("the server is shutting down")
+    return ServedData.from_collections(pairs)
+
+
+def unserved_labels(db: Any, before: ServedData, after: ServedData) -> list[CotRef]:
+    """The CoTs with annotations or adjudications that ``before`` served and ``after`` does not (a removed or
+    replaced upload): their rows stay in the database (a later upload of the CoT finds them again) and are listed."""
+    refs = {r.ref for r in [*db.annotations(), *db.adjudications()]}
+
+    def served(data: ServedData, ref: CotRef) -> bool:
+        it = data.index.get((ref.dataset, ref.split, ref.sample_id))
+        return it is not None and ref.cot_id in it.cot_ids
+
+    gone = [r for r in refs if served(before, r) and not served(after, r)]
+    return sorted(gone, key=lambda r: (r.dataset, r.split, r.sample_id, r.cot_id))
+
+
+def _listed(refs: list[CotRef], shown: int = 10) -> str:
+    if not refs:
+        return ""
+    names = ", ".join(f"{r.dataset}/{r.split}/{r.sample_id}/{r.cot_id}" for r in refs[:shown])
+    return (f"; the labels of {len(refs)} CoT(s) no longer served are kept: {names}"
+            f"{f' and {len(refs) - shown} more' if len(refs) > shown else ''}")
 
 
 def _load_upload(path: Path, name: str) -> Collection:
@@ -318,14 +365,21 @@ class Uploaded:
     samples: int
     merged: int  # samples already served, whose CoTs the upload adds to
     new_cots: int
+    replaced: bool = False  # an upload of the same name was replaced
+    identical: str | None = None  # the stored upload with the same bytes (nothing was changed)
+    unserved: list[CotRef] | None = None  # CoTs with labels that the replaced upload had and this one has not
 
 
 def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, stop: threading.Event,
-                 record: Callable[[str], None] | None = None) -> Uploaded:
+                 record: Callable[[str], None] | None = None, db: Any = None) -> Uploaded:
     """The upload pipeline, off the event loop: copy to a private temp folder in ``folder`` → validate → merge with
-    the served data (refusing conflicts) → only then store under a free name (one rename).  A failure or ``stop``
+    the served data (refusing conflicts) → only then store under its name (one rename).  A failure or ``stop``
     (the server shutting down: the merge checks it) leaves ``folder`` as it was, so a restart never loads a file
-    that was not accepted.  ``record(stored name)`` after the rename: the upload order, which the next start keeps."""
+    that was not accepted.  ``record(stored name)`` after the rename: the upload order, which the next start keeps.
+
+    The same bytes as a stored upload (any name) change nothing.  An upload of a name already uploaded replaces it
+    (merged again in its place, issue 42: before, it was stored beside it as ``name-2``): labels stay on the CoTs
+    that are still served, and those of CoTs it no longer has (from ``db``) are kept and listed."""
     folder.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".upload-", dir=folder))
     try:
@@ -338,10 +392,16 @@ def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, st
                     raise DataError(f"{name}: larger than {MAX_UPLOAD_BYTES // 2**20} MiB")
                 fh.write(chunk)
         collection = _load_upload(path, name)
-        target = _free_name(folder, name)
+        same = next((f for f in map(Path, data.files) if f.parent.resolve() == folder.resolve() and f.is_file()
+                     and _same_bytes(f, path)), None)
+        if same is not None:
+            return Uploaded(data, same, sum(1 for _ in collection.samples()), 0, 0, identical=same.name)
+        target = folder / name
         served_before = data.total_cots
-        new = data.with_file(target, collection, cancel=stop)
-        conflicts = new.collection.merge_conflicts[len(data.collection.merge_conflicts):]
+        old = _served_upload(data, folder, name)
+        new = data.with_file(target, collection, cancel=stop) if old is None else _without(data, old, (target, collection), stop)
+        before = set(data.collection.merge_conflicts)
+        conflicts = [c for c in new.collection.merge_conflicts if c not in before]
         if conflicts:
             shown = "; ".join(conflicts[:3]) + (f"; and {len(conflicts) - 3} more" if len(conflicts) > 3 else "")
             raise DataError(f"{name}: {len(conflicts)} conflict(s) with the served data (a sample id or CoT id reused "
@@ -359,7 +419,8 @@ def store_upload(source: BinaryIO, name: str, folder: Path, data: ServedData, st
         shutil.rmtree(tmp, ignore_errors=True)
     samples = sum(1 for _ in collection.samples())
     merged = sum(1 for d, s, x in collection.samples() if (d, s, x.id) in data.index)
-    return Uploaded(new, target, samples, merged, new.total_cots - served_before)
+    unserved = unserved_labels(db, data, new) if old is not None and db is not None else []
+    return Uploaded(new, target, samples, merged, new.total_cots - served_before, old is not None, None, unserved)
 
 
 async def _off_loop(stop: threading.Event, fn: Callable[..., Any], *args: Any) -> Any:
@@ -394,18 +455,51 @@ async def upload(request: Request, user: CurrentUser, file: UploadFile) -> Respo
             name = _upload_name(file.filename or "")
             done: Uploaded = await _off_loop(request.app.state.stopping, store_upload, file.file, name,
                                              request.app.state.settings.upload_dir, served_data(request),
-                                             request.app.state.stopping, annotation_db(request).record_upload)
+                                             request.app.state.stopping, annotation_db(request).record_upload,
+                                             annotation_db(request))
         except DataError as e:
             log.warning("%s: upload refused: %s", user.name, e)
             return _back(request, user, "/admin/data", error=str(e))
         except Cancelled:
             log.warning("%s: upload of %s stopped: the server is shutting down; nothing stored", user.name, file.filename)
             return _back(request, user, "/admin/data", error="the server is shutting down; the upload was not stored")
+        if done.identical is not None:
+            return _back(request, user, "/admin/data", notice=f"{name} is the same file as the upload {done.identical}, "
+                                                              "already served: nothing changed")
         request.app.state.data = done.data  # one reference swap: requests in flight keep the old data
         request.app.state.sim_cache = {}
     log.info("%s uploaded %s: now serving %d samples", user.name, done.target.name, len(done.data.items))
     merged = f", {done.merged} of them already served (their CoTs were added)" if done.merged else ""
-    return _back(request, user, "/admin/data", notice=f"added {done.target.name}: {done.samples} samples{merged}, {done.new_cots} new CoTs")
+    what = (f"replaced {done.target.name}: {done.samples} samples{merged}, {done.new_cots:+d} CoTs served"
+            if done.replaced else f"added {done.target.name}: {done.samples} samples{merged}, {done.new_cots} new CoTs")
+    return _back(request, user, "/admin/data", notice=what + _listed(done.unserved or []))
+
+
+@admin.post("/admin/upload/remove")
+async def remove_upload(request: Request, user: CurrentUser, db: DB, name: Annotated[str, Form(max_length=200)]) -> Response:
+    """Stop serving an upload and delete its file; the labels of its CoTs stay in the database and are listed."""
+    auth.require_admin(user)
+    lock: asyncio.Lock = request.app.state.upload_lock
+    if lock.locked():
+        return _back(request, user, "/admin/data", error="an upload is being processed; try again when it is done")
+    async with lock:
+        folder = request.app.state.settings.upload_dir
+        data = served_data(request)
+        path = _served_upload(data, folder, name)
+        if path is None:
+            return _back(request, user, "/admin/data", error=f"no upload named {name!r} (files given to serve stay)")
+        try:
+            new = await _off_loop(request.app.state.stopping, _without, data, path, None, request.app.state.stopping)
+        except (DataError, Cancelled) as e:
+            return _back(request, user, "/admin/data", error=str(e))
+        unserved = await run_in_threadpool(unserved_labels, db, data, new)
+        path.unlink()
+        db.forget_upload(name)
+        request.app.state.data = new
+        request.app.state.sim_cache = {}
+    log.info("%s removed the upload %s: now serving %d samples; %d CoT(s) with labels no longer served", user.name, name,
+             len(new.items), len(unserved))
+    return _back(request, user, "/admin/data", notice=f"removed {name}: now serving {len(new.items)} samples{_listed(unserved)}")
 
 
 @admin.post("/admin/blind")

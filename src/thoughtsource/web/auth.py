@@ -62,6 +62,7 @@ MAX_WAITING_LOGINS = 256
 MAX_WAITING_PER_CLIENT = 64
 MAX_WAITING_PER_NAME = 64
 MAX_WAITING_PER_TRUSTED_NAME = 4  # checks from browsers with the name's device cookie (PasswordQueue)
+TRUSTED_FIRST = 2  # such checks of one name run before all others while fewer than this have run in a row
 MIN_PASSWORD_LENGTH = 8
 
 
@@ -205,8 +206,9 @@ class PasswordQueue:
     and ``total`` in all.  A check whose request went away before its turn is skipped.
 
     A *trusted* check (the browser holds the user's signed device cookie, ``Sessions.device_trusted``: it logged in
-    as that name before) is not counted against ``per_name`` or ``total`` and runs before every untrusted one, so
-    64 or more wrong checks waiting for a name no longer turn its owner away (issue 42: 47 of 48 of her log-ins got
+    as that name before) is counted apart from the name's other checks, not against ``per_name`` or ``total``, and
+    runs before every untrusted one (while fewer than ``TRUSTED_FIRST`` of its name have run in a row: an account
+    holder who keeps logging in does not starve the others; then it takes its turn like them), so 64 or more wrong checks waiting for a name no longer turn its owner away (issue 42: 47 of 48 of her log-ins got
     503 over 120 s).  Its own bound: ``per_trusted_name`` waiting per name, and ``per_client``.  A cookie is signed
     for one name by this server, so only someone who logged in as that name (who knows its password) has one.
     """
@@ -243,8 +245,9 @@ class PasswordQueue:
                 raise ServerBusy("too many log-ins at once; try again in a few seconds")
             if sum(1 for w in self._queue if w.client == client) >= self.per_client:  # (at most `total`: cheap)
                 raise ServerBusy("too many log-ins from this address at once; try again in a few seconds")
-            same_name = sum(1 for w in self._queue if w.name == name and w.trusted == trusted)
-            if same_name >= (self.per_trusted_name if trusted else self.per_name):
+            if trusted:  # counted apart: the name's flood of untrusted checks neither bounds nor delays it
+                name = "\0trusted:" + name
+            if sum(1 for w in self._queue if w.name == name) >= (self.per_trusted_name if trusted else self.per_name):
                 raise ServerBusy("too many log-ins for this user name at once; try again in a few seconds")
             self._queue.append(_Waiting(client, name, done, check, trusted))
             self._client_active[client] += 1
@@ -253,11 +256,14 @@ class PasswordQueue:
         return done
 
     def _take(self) -> _Waiting:
-        """The next check (under the lock, the queue not empty): a trusted one first, then the fewest checks run for
-        its client and its name."""
-        k = min(range(len(self._queue)),
-                key=lambda i: (not self._queue[i].trusted,
-                               self._client_served[self._queue[i].client] + self._name_served[self._queue[i].name]))
+        """The next check (under the lock, the queue not empty): a trusted one first while its name has had fewer
+        than ``TRUSTED_FIRST`` trusted checks run in a row (so an account holder who keeps logging in cannot starve
+        the others), then the fewest checks run for its client and its name."""
+        def rank(w: _Waiting) -> tuple[bool, int]:
+            first = w.trusted and self._name_served[w.name] < TRUSTED_FIRST
+            return (not first, self._client_served[w.client] + self._name_served[w.name])
+
+        k = min(range(len(self._queue)), key=lambda i: rank(self._queue[i]))
         w = self._queue.pop(k)
         self._client_served[w.client] += 1
         self._name_served[w.name] += 1

@@ -53,6 +53,36 @@ def normalize_name(name: str) -> str:
     return unicodedata.normalize("NFKC", name).strip().casefold()
 
 
+# Letters that look like a Latin letter or digit in a lower-case name (the one-letter entries of Unicode's
+# confusables.txt for the Cyrillic, Greek and Latin letters a name is likely to mix in, and the digits), and the
+# letter pairs that read as one letter.  A small table, not all of confusables.txt: no maintained package for it is
+# installed here; it covers the look-alikes of issue 42 (Cyrillic о, а, е, р, с, ...) and the usual ones.
+_CONFUSABLE = str.maketrans({
+    "а": "a", "в": "b", "с": "c", "ԁ": "d", "е": "e", "ё": "e", "һ": "h", "і": "i", "ї": "i", "ј": "j", "к": "k",
+    "ӏ": "l", "м": "m", "п": "n", "о": "o", "р": "p", "ԛ": "q", "г": "r", "ѕ": "s", "т": "t", "ц": "u", "у": "y",
+    "ѵ": "v", "ԝ": "w", "х": "x", "ү": "y", "α": "a", "β": "b", "ϲ": "c", "ε": "e", "η": "n", "ι": "i", "κ": "k",
+    "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ω": "w", "ı": "i", "ɡ": "g", "ʟ": "l", "ɑ": "a",
+    "0": "o", "1": "l",
+})
+_CONFUSABLE_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
+
+
+def invisible(ch: str) -> bool:
+    """A character that shows nothing, or moves what follows: format (zero-width, bidi controls) and control ones."""
+    return unicodedata.category(ch) in ("Cf", "Cc", "Zl", "Zp")
+
+
+def name_skeleton(name: str) -> str:
+    """What a user name looks like, for telling look-alikes apart (Unicode's "skeleton" idea, on a small table):
+    normalised (:func:`normalize_name`), invisible characters and combining marks removed, look-alike letters,
+    digits and letter pairs mapped to one form.  ``bob``, ``bob`` + U+200B and ``bоb`` (a Cyrillic о) share it."""
+    s = unicodedata.normalize("NFD", normalize_name(name))
+    s = "".join(ch for ch in s if not invisible(ch) and unicodedata.category(ch) != "Mn").translate(_CONFUSABLE)
+    for pair, one in _CONFUSABLE_PAIRS:
+        s = s.replace(pair, one)
+    return s
+
+
 def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 

@@ -23,6 +23,11 @@ class ServerState(Database):
         with self.connect(write=True) as conn:
             conn.execute("INSERT INTO uploads (name, accepted) VALUES (?, ?) ON CONFLICT (name) DO NOTHING", (name, now()))
 
+    def forget_upload(self, name: str) -> None:
+        """``name`` was removed from ``upload_dir``: it leaves the upload order."""
+        with self.connect(write=True) as conn:
+            conn.execute("DELETE FROM uploads WHERE name = ?", (name,))
+
     # ------------------------------------------------------------------ settings
     def setting(self, key: str, default: Any = None) -> Any:
         with self.connect() as conn:

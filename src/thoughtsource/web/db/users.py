@@ -8,7 +8,7 @@ from typing import Any
 
 from ...errors import StoreError
 from .connection import Database
-from .rows import MAX_NAME, ROLES, User, _user, normalize_name, now
+from .rows import MAX_NAME, ROLES, User, _user, invisible, name_skeleton, normalize_name, now
 
 
 class Users(Database):
@@ -21,8 +21,14 @@ class Users(Database):
             raise StoreError(f"a user name has 1 to {MAX_NAME} characters")
         if role not in ROLES:
             raise StoreError(f"unknown role {role!r}; one of {', '.join(ROLES)}")
+        if any(invisible(ch) for ch in name):
+            raise StoreError(f"{name!r}: a user name cannot contain invisible or control characters")
         try:
             with self.connect(write=True) as conn:
+                skeleton = name_skeleton(name)
+                for (other,) in conn.execute("SELECT name FROM users WHERE name != ?", (name,)):
+                    if name_skeleton(other) == skeleton:
+                        raise StoreError(f"{self.path}: {name!r} looks like the existing user {other!r}; choose another name")
                 cur = conn.execute(
                     "INSERT INTO users (name, password_hash, role, created) VALUES (?, ?, ?, ?)", (name, password_hash, role, now())
                 )
