@@ -198,7 +198,7 @@ def test_a_blind_annotator_cannot_recover_the_models_better_than_chance(make_app
     os.chmod(secret_dir / SECRET_FILE, 0o600)
     app = make_app(files=[path], blind=True, secret_dir=secret_dir)
     add_user(app, "alice")
-    hits = dict.fromkeys(("page order", "similarity API", "smallest id", "old seeded shuffle"), 0)
+    hits = dict.fromkeys(("page order", "similarity API", "smallest id", "old seeded shuffle", "pair sides"), 0)
     with live_server(app) as url:
         alice, _ = http_login(url, "alice")
         with closing(alice):
@@ -218,6 +218,8 @@ def test_a_blind_annotator_cannot_recover_the_models_better_than_chance(make_app
                     "similarity API": shown_text.index(_norm(" ".join(sim["sentences"][0]))),
                     "smallest id": min(range(2), key=lambda k: pd["cots"][k]),  # cot-0 < cot-1
                     "old seeded shuffle": _old_shuffle("alice", it).index(0),
+                    # issue 42: "the CoT first in a pair is the first in the file" (was 20 of 20)
+                    "pair sides": sim["pairs"][0][0] if sim["pairs"] else 0,
                 }
                 for attack, guess in guesses.items():
                     hits[attack] += guess == truth

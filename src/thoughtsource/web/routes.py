@@ -245,7 +245,7 @@ def _similarity(request: Request, user: User, it: Item) -> dict[str, Any]:
     sim = cache.get(key)
     if sim is None:
         sim = pairwise([it.sample.generated_cot[i].cot or "" for i in order])
-        if len(cache) > 2048:
+        if len(cache) > 1024:  # (three 20 KB traces are ~120 KB each: at most ~125 MB)
             cache.clear()
         cache[key] = sim
     return sim
