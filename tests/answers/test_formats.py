@@ -203,7 +203,8 @@ def test_a_cot_cut_off_after_its_answer_phrase_has_no_answer() -> None:
         ("multiplechoice", "The answer is D. Actually, it's B.", LETTERS, "B"),
         ("number", "The answer is 36. Actually, it should be 32, because the last row is shorter.", [], 32.0),
         ("math", "So the answer is $\\boxed{5}$. Wait, no: it must be $7$, since $x \\neq 5$.", [], "7"),
-        ("bool", "The answer is no. Hold on, it is yes: the river does freeze.", [], True),
+        ("bool", "The answer is no. Hold on, no: it is yes, the river does freeze.", [], True),
+        ("number", "The answer is 36. Oops, it should be 32.", [], 32.0),
     ],
 )
 def test_a_self_correction_after_the_answer_is_the_answer(answer_type: str, text: str, choices: list[str], value: Any) -> None:
@@ -216,6 +217,10 @@ def test_a_correction_phrase_with_no_answer_before_it_is_no_answer_phrase() -> N
     text = "Wait, it is 3 pens per box, so 4 boxes hold 12 pens."
     assert extract(text, "number", source="cot") == (None, "none")
     assert extract(text, "number", mode="flexible", source="cot").value == 12.0
+    # a remark after the answer is no correction; a correction that only negates corrects nothing
+    assert extract("The answer is 12. Wait, that's 3 more than last year.", "number", source="cot").value == 12.0
+    assert extract("The answer is 12. No, it is not 13.", "number", source="cot").value == 12.0
+    assert extract("The answer is 12. Actually, that is correct.", "math", source="cot").value == "12"
     # "Instead of no, the answer is yes": "no," opens no correction that swallows the answer phrase
     assert extract("Instead of no, the answer is yes.", "bool", source="cot").value is True
 
@@ -246,3 +251,9 @@ def test_the_math_type_compares_scientific_and_grouped_numbers_as_numbers() -> N
     assert is_correct("4.2e4", "math", "42000")
     assert is_correct("42 000", "math", "42000")
     assert not is_correct("4.2e4", "math", "4200")
+
+
+def test_an_approximation_as_an_aside_keeps_the_answer() -> None:
+    assert extract("The answer is about 17 (\u2248 17.3) buses.", "number", source="cot").value == 17.0
+    assert extract("The answer is 1/3 \u2248 0.33.", "number", source="cot").value == pytest.approx(1 / 3)
+    assert extract("The answer is \u2248 268.", "number", source="cot").value == 268.0

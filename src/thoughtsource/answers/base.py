@@ -155,17 +155,23 @@ ANCHOR = re.compile(
   | \bI\s+(?:would|will|'d)\s+(?:choose|pick|select|go\s+with)\b
   | ^[ \t]*\#{2,4}(?=[ \t]*(?:[^\s\#A-Za-z]|[A-Za-z][ \t]*(?:[.)]|$)))(?![ \t]*\d+[.)][ \t]+[A-Za-z])
   | \\(?:boxed|fbox)\{
-  | (?P<fix>(?<![\w'])(?:wait|actually|oops|correction|sorry|hold\s+on|no(?=\s*[,:;!.\u2014-]))\b[\s,.:;!\u2014-]*
-        (?:(?:no|wait|sorry|actually|I\s+was\s+wrong|I\s+made\s+a\s+mistake)\b[\s,.:;!\u2014-]*)*
-        (?:it|that|this|the\s+(?:correct\s+)?(?:one|result|value))
-        (?:\s+(?:must|should|has\s+to|would|will)\s+be|\s+is\s+actually|'s\s+actually|\s+is|'s)\b)
+  | (?P<fix>(?<![\w'])
+        (?:(?:wait|hold\s+on|oops|sorry|correction)\b[\s,.:;!\u2014-]{0,4})?
+        (?:
+            (?:(?:no(?=\s*[,:;!.\u2014-])|actually|I\s+was\s+wrong|I\s+made\s+a\s+mistake)\b[\s,.:;!\u2014-]{0,4}){1,3}
+            (?:it|that|this|the\s+(?:correct\s+)?(?:one|result|value))
+            (?:\s+(?:must|should|has\s+to|would|will)\s+be|\s+is(?:\s+actually)?|'s(?:\s+actually)?)\b
+          | (?:it|that|this|the\s+(?:correct\s+)?(?:one|result|value))
+            (?:\s+(?:must|should|has\s+to)\s+be|\s+is\s+actually|'s\s+actually)\b
+        ))
     """,
     re.I | re.X | re.M,
 )
-# Every answer phrase contains one of these (lower-case) strings; texts without any skip the regex.
-ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with",
-               "wait", "actually", "oops", "correction", "sorry", "hold on", "no,", "no:", "no;", "no!", "no.", "no\u2014",
-               "no -")
+# Every answer phrase contains one of these (lower-case) strings; texts without any skip the regex.  A self-correction
+# (``_FIX_KEYS``) counts only after an answer, so a CoT needs one of the others first.
+ANCHOR_KEYS = ("answer", "option", "choice", "response", "#", "\\", "choose", "pick", "select", "go with")
+_FIX_KEYS = ("wait", "actually", "oops", "correction", "sorry", "hold on", "no,", "no:", "no;", "no!", "no.", "no\u2014",
+             "no -")
 # What an answer phrase says of an answer given before it, not an answer: "I conclude that my answer is correct.",
 # "the answer is as follows:"; "right"/"wrong" only of "my/our/this/that answer" ("The answer is right." may answer
 # "Which way?").
@@ -184,7 +190,7 @@ def answer_phrases(text: str, source: Source) -> list[re.Match[str]]:
     correct") and without self-corrections that no answer precedes ("Wait, it is 3 per box" mid-reasoning; an
     extraction output's start is an answer)."""
     low = text.lower()
-    if not any(k in low for k in ANCHOR_KEYS):
+    if not any(k in low for k in ANCHOR_KEYS) and (source != "extraction" or not any(k in low for k in _FIX_KEYS)):
         return []
     out: list[re.Match[str]] = []
     answered = source == "extraction"
@@ -324,8 +330,8 @@ def exact_side(s: str, exact: re.Pattern[str] = EXACT_FORM) -> str:
     exact form (``exact``) written out ("\frac{1}{3} \approx 0.33"), else the value right of it, the rounding of a
     decimal ("268.083\ldots \approx 268", "x \approx 2.5"); ``s`` itself without one."""
     parts = _APPROX.split(s)
-    if len(parts) == 1:
-        return s
+    if len(parts) == 1 or parts[-2].count("(") > parts[-2].count(")"):
+        return s  # none, or an aside: "17 (≈ 17.3)" states 17
     left = parts[-2].rsplit("=", 1)[-1]
     if exact.search(left) and not _ELIDED.search(left):
         return left.strip()

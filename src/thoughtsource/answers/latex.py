@@ -53,13 +53,32 @@ def _braced(text: str, start: int) -> str | None:
     return None
 
 
+_BRACE = re.compile(r"(?<!\\)[{}]")
+
+
+def _brace_pairs(text: str) -> dict[int, int]:
+    """Where each brace group of ``text`` that closes opens and closes (one pass; ``\\{`` is no brace): what
+    :func:`_braced` finds for each, without reading the text again per group ("\\boxed{" a thousand times)."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for m in _BRACE.finditer(text):
+        if m.group() == "{":
+            stack.append(m.start())
+        elif stack:
+            pairs[stack.pop()] = m.start()
+    return pairs
+
+
 def _last_boxed(text: str) -> tuple[int, str] | None:
     """(end, content) of the last closed ``\\boxed{…}`` / ``\\fbox{…}`` of ``text`` ("\\boxed 5" too), None if none."""
     found = None
+    pairs: dict[int, int] | None = None
     for m in _BOXED.finditer(text):
         if m.end() < len(text) and text[m.end()] == "{":
-            content = _braced(text, m.end())
-            end = m.end() + len(content) + 2 if content is not None else 0
+            pairs = _brace_pairs(text) if pairs is None else pairs
+            close = pairs.get(m.end())
+            content = text[m.end() + 1 : close] if close is not None else None
+            end = close + 1 if close is not None else 0
         else:
             token = re.match(r"[^\s$]+", text[m.end() :])
             content = token.group(0) if token else None
@@ -157,7 +176,7 @@ def _extract_math(text: str, mode: Mode, source: Source) -> Extraction:
     boxed = _last_boxed(text)
     boxes = list(_BOXED.finditer(text)) if "\\" in text else []
     opened = boxes[-1] if boxes else None
-    if opened is not None and text[opened.end() : opened.end() + 1] == "{" and _braced(text, opened.end()) is None:
+    if opened is not None and text[opened.end() : opened.end() + 1] == "{" and opened.end() not in _brace_pairs(text):
         return TRUNCATED  # cut off inside its box: "The answer is \\boxed{12"
     phrases = [m for m in answer_phrases(text, source) if not m.group(0).startswith("\\")]  # boxes: read above
     if boxed is not None:

@@ -37,18 +37,19 @@ from .base import (
 # group after the first has three digits, no number comes right before ("5 100" after "3 ") or after ("100 200 30"),
 # and a list goes on after them ("100 200 and 300") only where a group starts with 0 ("10 000 and 20 000").
 _GROUP_SPACE = "[ \u00a0\u2009\u202f]"
-_SPACED = rf"(?<!\d\s)(?<!\d,\s)\d{{1,3}}(?:{_GROUP_SPACE}\d{{3}})"
+_LEAD = r"(?<!\d\s)(?<!\d,\s)\d{1,3}"  # a first group no number comes right before
+_GROUP = rf"{_GROUP_SPACE}\d{{3}}"
 _SPACED_END = rf"(?!{_GROUP_SPACE}?\d)"
 INTEGER = (
     r"\d{1,3}(?:,\d{3})+(?!\d)"
-    rf"|{_SPACED}*{_GROUP_SPACE}0\d\d(?:{_GROUP_SPACE}\d{{3}})*{_SPACED_END}"
-    rf"|{_SPACED}+{_SPACED_END}(?!\s*(?:,|\band\b|\bor\b)\s*[$€£¥]?\d)"
+    rf"|{_LEAD}(?:{_GROUP})*{_GROUP_SPACE}0\d\d(?:{_GROUP})*{_SPACED_END}"
+    rf"|{_LEAD}(?:{_GROUP})+{_SPACED_END}(?!\s*(?:,|\band\b|\bor\b)\s*[$€£¥]?\d)"
     r"|\d+"
 )
 EXPONENT = r"[eE][-+]?\d{1,3}(?!\w)"  # scientific notation: "1e3", "2.5E-4"
 NUM = re.compile(
     rf"""
-    (?<![\w.,/])
+    (?<![\w.,/])(?=[-−$€£¥\s]{{0,5}}[\d.])  # a number is near: anything else fails at once
     (?P<neg>[-−](?=\s?[$€£¥]?\s?[\d.]))?\s?
     [$€£¥]?\s?
     (?P<neg2>-)?
