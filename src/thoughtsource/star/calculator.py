@@ -62,7 +62,7 @@ MAX_DEPTH = 16
 MAX_DIGITS = 20
 OPEN, CLOSE, EQUALS = "<<", ">>", "="
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?|\.\d+)|(?P<op>[-+*/()]))")
+_TOKEN = re.compile(r"[ \t]*(?:(?P<num>[0-9]+(?:\.[0-9]+)?|\.[0-9]+)|(?P<op>[-+*/()]))")  # ASCII digits only
 
 
 class _Refused(Exception):
@@ -74,7 +74,7 @@ def _tokens(expr: str) -> list[str]:
     while pos < len(expr):
         m = _TOKEN.match(expr, pos)
         if m is None:
-            if expr[pos:].strip():
+            if expr[pos:].strip(" \t"):
                 raise _Refused
             break
         out.append(m.group("num") or m.group("op"))
@@ -149,8 +149,8 @@ class _Parser:
             self.i += 1
             self.depth -= 1
             return v
-        if t[0].isdigit() or t[0] == ".":
-            if sum(c.isdigit() for c in t) > MAX_DIGITS:
+        if t[0] in "0123456789.":
+            if len(t) > MAX_DIGITS + 1:
                 raise _Refused
             v = Fraction(t)
             self.leaves.append(v)
