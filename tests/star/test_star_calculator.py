@@ -236,7 +236,7 @@ def test_format_calc_needs_a_dataset_with_equations() -> None:
 
     with pytest.raises(ConfigError, match="format 'calc' needs the equations"):
         get_task("commonsense_qa", format="calc")
-    with pytest.raises(ConfigError, match="task_options.format: Input should be 'text' or 'calc'"):
+    with pytest.raises(ConfigError, match=r"task_options\.format: Input should be 'text' or 'calc'"):
         get_task("mawps", format="scratch")
 
 
