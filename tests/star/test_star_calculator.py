@@ -29,6 +29,7 @@ from thoughtsource.star.calculator import (
     CalculatorBackend,
     evaluate,
     expression_rationale,
+    find_annotations,
     gold_rationale,
     leaf_operands,
     number_text,
@@ -313,3 +314,32 @@ def test_calculator_texts_are_byte_identical_in_process_and_through_serve_model(
     assert sum(c.raw["calculator"]["results"] for c in in_process) >= len(problems)  # the calculator did insert
     assert "=" in reasons  # serve-model says which stop string fired
     assert [c.completion_tokens for c in through_server] == [c.completion_tokens for c in in_process]
+
+
+# --------------------------------------------------------------------------- the loop
+@pytest.mark.slow
+def test_the_shipped_config_runs_the_loop_with_the_calculator(shared_data: Path, tmp_path: Path) -> None:
+    """``mawps_calc_cpu`` made tiny: generation goes through the calculator (results in the texts, keyed in the store's
+    identity), the verified filter is verify_calc, and a resumed run regenerates nothing."""
+    from thoughtsource.io import read_json
+    from thoughtsource.star.config import StarConfig
+    from thoughtsource.star.loop import StarRun
+
+    cfg = StarConfig.from_file("mawps_calc_cpu").model_dump()
+    cfg["task_options"] = {**cfg["task_options"], "data_dir": str(shared_data), "per_iteration": 6, "n_test": 3, "n_dev": 0}
+    cfg.update(iterations=1, steps={"first": 1, "warmup_steps": 0}, batch_size=2, fewshot_k=2)
+    cfg["generation"] = {**cfg["generation"], "batch_size": 4, "max_new_tokens": 24}
+    config = StarConfig.from_dict(cfg)
+    out = tmp_path / "run"
+    StarRun(config, out, show_progress=False).run()
+    gen = read_json(out / "iter_1" / "generate.json")
+    assert gen["model"]["identity"]["calculator"] == {"version": 1, "max_rounds": 24}
+    texts = [r["text"] for r in gen["rows"]] + [r["text"] for r in read_json(out / "iter_0" / "test.json")["rows"]]
+    assert any("<<" in t and ">>" in t for t in texts), texts
+    for t in texts:  # every closed annotation holds the calculator's own result
+        for a in find_annotations(t):
+            assert evaluate(a.expr) is None or a.result == number_text(evaluate(a.expr)), t  # type: ignore[arg-type]
+    assert read_json(out / "iter_1" / "filter.json")["name"] == "verified"
+    again = StarRun(config, out, resume=True, show_progress=False)
+    again.run()
+    assert again.done_steps == []
