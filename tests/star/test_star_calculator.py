@@ -278,6 +278,9 @@ def test_calculator_texts_are_byte_identical_in_process_and_through_serve_model(
     ex = task.exemplars(3)
     problems = task.load("test", 0)[:6]
     requests = [Request(prompt=task.prompt(p, ex), max_tokens=40, stop=task.stop) for p in problems]
+    # GSM8K's format (the STaR authors' exemplars): prose "=" outside the annotations, kept, and decoding goes on
+    gsm = get_task("gsm8k", format="calc", data_dir=str(shared_data), n_test=2)
+    requests += [Request(prompt=gsm.prompt(p, gsm.exemplars(2)), max_tokens=40, stop=gsm.stop) for p in gsm.load("test", 0)]
 
     local = TransformersBackend.from_loaded(*embedded_model, name="embedded", batch_size=4, threads=1)
     in_process = asyncio.run(CalculatorBackend(local).complete(requests))
@@ -304,7 +307,10 @@ def test_calculator_texts_are_byte_identical_in_process_and_through_serve_model(
 
             async def complete(self, rs: list[Request]) -> list[Completion]:
                 out = await client.complete(rs)
-                reasons.extend(c.raw["choices"][0].get("stop_reason") for c in out)
+                for r, c in zip(rs, out, strict=True):
+                    reason = c.raw["choices"][0].get("stop_reason")
+                    reasons.append("=" if reason == "=" and open_expression(r.prompt + c.text) is not None else
+                                   "= outside" if reason == "=" else reason)
                 return out
 
         through_server = asyncio.run(CalculatorBackend(Recording()).complete(requests))
@@ -312,7 +318,7 @@ def test_calculator_texts_are_byte_identical_in_process_and_through_serve_model(
         server.stop()
     assert [c.text for c in through_server] == [c.text for c in in_process]
     assert sum(c.raw["calculator"]["results"] for c in in_process) >= len(problems)  # the calculator did insert
-    assert "=" in reasons  # serve-model says which stop string fired
+    assert "=" in reasons and "= outside" in reasons, reasons  # serve-model says which stop string fired
     assert [c.completion_tokens for c in through_server] == [c.completion_tokens for c in in_process]
 
 

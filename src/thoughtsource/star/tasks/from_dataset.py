@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -316,6 +316,10 @@ class DatasetTask(Task):
             star = self._star_exemplars()
             if k > len(star):
                 log.warning("%s: the STaR prompt has %d exemplars, not %d", self.star_prompts, len(star), k)
+            if self.calc:  # their annotations' results as the calculator prints them ("144.00" is 144)
+                from ..calculator import gold_rationale
+
+                return [replace(e, rationale=gold_rationale(e.rationale)[0]) for e in star[:k]]
             return list(star[:k])
         pool = self._exemplar_pool(k)
         if k > len(pool):
