@@ -29,7 +29,12 @@ in the next round; an ``"="`` outside an open ``<<`` is kept and the row goes on
 end token, a task stop string, its token budget) is done.  Which stop string fired comes from the completion's
 ``stop_reason`` (the transformers backend, ``serve-model`` and vLLM report it); a server that reports none is read
 as having stopped at ``"="`` only where a ``<<`` is open.  The rounds are bounded (``max_rounds``), and the tokens
-the model generates over all rounds by the request's ``max_tokens``.
+the model generates over all rounds by the request's ``max_tokens``.  The calculator is keyed in the completion
+store's identity (``RunModels.identity``), so a run with it never reads completions made without it.
+
+Cost: each round re-reads prompt + text so far (an engine with a prefix cache reuses the few-shot prefix); an engine
+that cuts stop strings only after decoding (transformers' continuous batching, the CUDA default) decodes each round's
+whole budget: the same texts, more tokens decoded.
 """
 
 from __future__ import annotations
