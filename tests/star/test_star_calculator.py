@@ -137,6 +137,8 @@ GOOD = "<<36-12=24>>\n<<24/6=4>>\nThe answer is 4."
     ("<<36-12=25>>\n<<25/6=4>>\nThe answer is 4.", "<<36-12=25>> is not the calculator's result 24"),
     ("<<36-12**1=24>>\n<<24/6=4>>\nThe answer is 4.", "the calculator refuses <<36-12**1=24>>"),
     ("<<36-12=24>>\n<<24/6=", "an operation is left open (<< without >>)"),
+    ("<<36-12 <<36-12=24>>\n<<24/6=4>>\nThe answer is 4.", "a malformed operation (<< or >> outside <<expr=result>>)"),
+    ("<<36-12=24>>>>\n<<24/6=4>>\nThe answer is 4.", "a malformed operation (<< or >> outside <<expr=result>>)"),
     ("36 - 12 = 24, 24 / 6 = 4. The answer is 4.", "no calculator operation"),
     ("<<36-12=24>>\n<<24/6=4>>\nSo 24/6 = 5. The answer is 4.", "false statement: 24/6 = 5"),
     ("<<36-12=24>>\n<<24/6=4>>\nThe answer is 4 (4).", "copies the hint (4)"),

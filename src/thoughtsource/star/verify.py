@@ -749,7 +749,8 @@ def verify_number(
 def verify_calc(text: str, gold: str, *, hint: str | None = None, question: str | None = None) -> str | None:
     """Check a calculator-format rationale (:mod:`thoughtsource.star.calculator`); None: it passes.
 
-    Rules: (1) the hint is not copied; (2) there is at least one annotation ``<<expr=result>>`` and none is left open;
+    Rules: (1) the hint is not copied; (2) there is at least one annotation ``<<expr=result>>``, none is left open and
+    no ``<<`` or ``>>`` stands outside one;
     (3) every annotation's ``result`` is what the calculator prints for ``expr`` (a refused expression, or a result
     the model wrote itself, is rejected); (4) every other arithmetic statement holds (:func:`check_statements`);
     (5) with ``question``, every operand of every annotation is grounded: a number of the question, a number word or
@@ -768,6 +769,8 @@ def verify_calc(text: str, gold: str, *, hint: str | None = None, question: str 
         return "no calculator operation"
     if open_expression(text) is not None:
         return "an operation is left open (<< without >>)"
+    if text.count("<<") != len(found) or text.count(">>") != len(found):
+        return "a malformed operation (<< or >> outside <<expr=result>>)"
     known = None if question is None else _question_numbers(question) | _CONSTANTS
     value = Fraction(0)
     for a in found:
