@@ -157,7 +157,8 @@ def test_dataset_options_are_checked_and_frozen() -> None:
 def test_task_options_a_config_may_set_are_kept() -> None:
     """The task_options keys each task takes (config files and `star run` options name them)."""
     dataset_keys = {"name", "train_split", "test_split", "exemplar_split", "n_train", "n_test", "test_fraction",
-                    "exemplar_seed", "max_new_tokens", "data_dir", "prompts", "n_dev", "per_iteration"}
+                    "exemplar_seed", "max_new_tokens", "data_dir", "prompts", "n_dev", "per_iteration", "format",
+                    "calculator_rounds"}
     assert set(task_option_types(task_class("gsm8k"))) == set(task_option_types(task_class("commonsense_qa"))) == dataset_keys
     assert set(task_option_types(DatasetTask)) == dataset_keys | {"dataset"}  # by name: the dataset is the name
     types = task_option_types(Gsm8kTask)

@@ -544,7 +544,8 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             "object": kind,
             "created": int(time.time()),
             "model": served_model_name,
-            "choices": [{"index": i, **choice, "finish_reason": c.finish_reason or "stop"}
+            "choices": [{"index": i, **choice, "finish_reason": c.finish_reason or "stop",
+                         "stop_reason": (c.raw or {}).get("stop_reason")}  # vLLM's field: the stop string that fired
                         for i, (choice, c) in enumerate(zip(choices, out, strict=True))],
             "usage": _usage(out, n),
         }

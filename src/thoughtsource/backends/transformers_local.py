@@ -538,7 +538,8 @@ class TransformersBackend:
                 ids, ended, finish = ids[:j], [t], "stop"
                 break
         text = tok.decode(ids, skip_special_tokens=self.options.skip_special_tokens)
-        cut = stop_index(text, request.stop)
+        matched = stop_match(text, request.stop)
+        cut = matched[0] if matched is not None else None
         if cut is not None:
             text, finish = text[:cut], "stop"
             # count only the tokens that produced the kept text
@@ -555,7 +556,9 @@ class TransformersBackend:
             latency_s=latency,
             attempts=1,
             # the token ids of prompt and completion: serve-model's logprobs score exactly these
-            raw={"mode": self.mode, "device": self.device, "prompt_ids": row.ids, "token_ids": ids + ended if cut is None else ids},
+            # stop_reason (vLLM's name): the stop string the text was cut at, None for an end token or the length
+            raw={"mode": self.mode, "device": self.device, "prompt_ids": row.ids, "token_ids": ids + ended if cut is None else ids,
+                 "stop_reason": matched[1] if matched is not None else None},
             reasoning=reasoning,
             reasoning_tokens=reasoning_tokens,
             reasoning_source="tags" if reasoning is not None else "",
@@ -684,8 +687,17 @@ def _eos_ids(model: Any, tok: Any) -> list[int]:
 
 
 def stop_index(text: str, stops: tuple[str, ...]) -> int | None:
-    hits = [text.index(s) for s in stops if s and s in text]
-    return min(hits) if hits else None
+    matched = stop_match(text, stops)
+    return None if matched is None else matched[0]
+
+
+def stop_match(text: str, stops: tuple[str, ...]) -> tuple[int, str] | None:
+    """(where, which) of the stop string that cuts ``text``: the earliest, the first listed of those at one place."""
+    hits = [(text.index(s), i) for i, s in enumerate(stops) if s and s in text]
+    if not hits:
+        return None
+    at, i = min(hits)
+    return at, stops[i]
 
 
 def folder_fingerprint(path: Path) -> str:

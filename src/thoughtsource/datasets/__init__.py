@@ -233,6 +233,18 @@ def load(
     return out
 
 
+def equations(name: str, split: str, data_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """``{sample id: its equation}`` of one split, read from the raw files: an equation tree (``_parse.Op`` nodes over
+    Fractions; mawps, asdiv, svamp) or the solution lines with GSM8K's calculator annotations (gsm8k).  The gold
+    rationales of STaR's calculator format (:mod:`thoughtsource.star.calculator`) are made from them."""
+    module = get(name)
+    if not hasattr(module, "equations"):
+        raise DataError(f"{name} has no equations (have: mawps, asdiv, svamp, gsm8k)", dataset=name)
+    ds: DatasetSpec = module.SPEC
+    files = _resolve.resolve(ds, check_splits(ds, split), data_dir)
+    return dict(module.equations({n: p for n, (p, _) in files.items()}, split))
+
+
 __all__ = [
     "DATASETS",
     "DatasetSpec",
@@ -240,6 +252,7 @@ __all__ = [
     "available_splits",
     "check_splits",
     "debris_counts",
+    "equations",
     "get",
     "load",
     "load_available",

@@ -19,6 +19,7 @@ from ..errors import DataError
 from ..schema import Sample
 from ._base import DatasetSpec, PaperTable6, SourceFile
 from ._parse import (
+    Expr,
     agrees,
     equation_cot,
     evaluate,
@@ -88,20 +89,36 @@ def _text(problem: ET.Element, tag: str, where: Where) -> str:
     return node.text.strip()
 
 
-def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
+def _corpus(files: dict[str, Path], split: str) -> tuple[set[str], ET.Element]:
+    """The ids of ASDiv-A (the fold files) and the corpus' root element."""
     subset: set[str] = set()
-    disagree: list[str] = []
     for i in range(len(_FOLDS)):
         fold = files[f"asdiv/nfolds/asdiv-a/fold{i}.txt"]
         subset.update(line.strip() for line in fold.read_text(encoding="utf-8").splitlines() if line.strip())
     path = files["asdiv/ASDiv.xml"]
     try:
-        root = ET.parse(path).getroot()
+        return subset, ET.parse(path).getroot()
     except ET.ParseError as e:
         line, col = e.position
         raise DataError(
             f"invalid XML (truncated or corrupt file): {e}", path=str(path), line=line, column=col, dataset="asdiv", split=split
         ) from None
+
+
+def equations(files: dict[str, Path], split: str) -> Iterator[tuple[str, Expr]]:
+    """(sample id, equation tree of the formula's left side) of every ASDiv-A problem, as :func:`convert` reads them (the
+    calculator format's gold; a division stated with its remainder, ``200/28=7 r4``, is the exact quotient here)."""
+    subset, root = _corpus(files, split)
+    for problem in root.iter("Problem"):
+        rid = problem.get("ID")
+        if rid in subset:
+            yield rid, parse_infix(problem.findtext("Formula", "").partition("=")[0])
+
+
+def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
+    disagree: list[str] = []
+    subset, root = _corpus(files, split)
+    path = files["asdiv/ASDiv.xml"]
     seen: set[str] = set()
     for problem in root.iter("Problem"):
         rid = problem.get("ID")

@@ -78,3 +78,10 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             cot=split_lines(strip_calculator(steps)),
             answer=[answer],
         )
+
+
+def equations(files: dict[str, Path], split: str) -> Iterator[tuple[str, str]]:
+    """(sample id, solution lines before ``####`` with their calculator annotations) of every record, as :func:`convert`
+    reads them (the calculator format's gold)."""
+    for where, rec in iter_jsonl(files[f"gsm8k/{split}.jsonl"], "gsm8k", split):
+        yield f"gsm8k-{split}-{where.line}", "\n".join(split_lines(str(rec["answer"]).rpartition("####")[0]))

@@ -18,7 +18,17 @@ from pathlib import Path
 
 from ..schema import Sample
 from ._base import DatasetSpec, PaperTable6, SourceFile
-from ._parse import agrees, equation_cot, evaluate, exact_number, format_number, parse_prefix, readable_number, warn_disagreements
+from ._parse import (
+    Expr,
+    agrees,
+    equation_cot,
+    evaluate,
+    exact_number,
+    format_number,
+    parse_prefix,
+    readable_number,
+    warn_disagreements,
+)
 from ._records import iter_csv
 from ._text import detokenize
 
@@ -105,3 +115,11 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
                 answer=[answer],
             )
     warn_disagreements(log, "mawps", split, disagree)
+
+
+def equations(files: dict[str, Path], split: str) -> Iterator[tuple[str, Expr]]:
+    """(sample id, equation tree) of every record, as :func:`convert` reads them (the calculator format's gold)."""
+    for part in ("train", "dev"):
+        path = files[f"mawps/cv_mawps/fold0/{part}.csv"]
+        for row_no, (_, row) in enumerate(iter_csv(path, "mawps", split, required=_COLUMNS), start=1):
+            yield f"mawps-{part}-{row_no}", parse_prefix(row["Equation"], row["Numbers"].split())

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import DataError
 from ..schema import Sample
 from ._base import DatasetSpec, PaperTable6, SourceFile, kojima_log
-from ._parse import agrees, equation_cot, evaluate, format_number, join_body_question, parse_infix, warn_disagreements
+from ._parse import Expr, agrees, equation_cot, evaluate, format_number, join_body_question, parse_infix, warn_disagreements
 from ._records import Where, load_json, require
 
 log = logging.getLogger(__name__)
@@ -81,3 +81,9 @@ def convert(files: dict[str, Path], split: str) -> Iterator[Sample]:
             answer=[format_number(answer)],
         )
     warn_disagreements(log, "svamp", split, disagree)
+
+
+def equations(files: dict[str, Path], split: str) -> Iterator[tuple[str, Expr]]:
+    """(sample id, equation tree) of every problem, as :func:`convert` reads them (the calculator format's gold)."""
+    for rec in load_json(files["svamp/SVAMP.json"], "svamp", split):
+        yield str(rec["ID"]), parse_infix(rec["Equation"])

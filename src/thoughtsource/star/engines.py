@@ -75,7 +75,8 @@ def vllm_completion(output: Any) -> Completion:
     """A ``vllm.RequestOutput`` (first sample) as a :class:`Completion`."""
     sample = output.outputs[0]
     return Completion(text=sample.text, prompt_tokens=len(output.prompt_token_ids or ()),
-                      completion_tokens=len(sample.token_ids or ()), finish_reason=str(sample.finish_reason or ""))
+                      completion_tokens=len(sample.token_ids or ()), finish_reason=str(sample.finish_reason or ""),
+                      raw={"stop_reason": getattr(sample, "stop_reason", None)})  # the stop string that fired (calculator)
 
 
 def require_vllm() -> Any:
@@ -356,7 +357,7 @@ def open_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, *, 
         server = ServerProcess(g.server, model_path, fingerprint, log_dir / f"server-M{n}.log")
         served = server.start()
         backend = get_backend("openai", model=g.server.model_name, base_url=server.base_url, server_kind=g.server.server_kind,
-                              concurrency=g.server.concurrency, api_key="EMPTY", api="completions")
+                              concurrency=g.server.concurrency, api_key="EMPTY", api="completions", allow_empty=True)
         return Session(n, "server", model_path, fingerprint, backend, served=served, _closers=[server.stop])
     return _transformers_session(cfg, n, model_path, fingerprint)
 

@@ -79,7 +79,8 @@ class StarRun:
         self.task: Task = get_task(cfg.task, **cfg.task_options)
         self.done_steps: list[tuple[int, str]] = []  # steps computed (not loaded) in this process
         self.models = RunModels(cfg, self.out, show_progress=show_progress, wrap_backend=wrap_backend,
-                                failed_elsewhere=lambda: self.folder.failed_elsewhere())
+                                failed_elsewhere=lambda: self.folder.failed_elsewhere(),
+                                calculator_rounds=self.task.calculator_rounds)
         self.folder = RunFolder(self.out, self.models.stale)
         self.redone_steps = self.folder.redone_steps  # artifacts found but made by another model: computed again
 

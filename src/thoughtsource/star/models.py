@@ -26,8 +26,9 @@ class RunModels:
 
     def __init__(self, cfg: StarConfig, out: Path, *, show_progress: bool = True,
                  wrap_backend: Callable[[Any], Any] | None = None,
-                 failed_elsewhere: Callable[[], str | None] = lambda: None) -> None:
+                 failed_elsewhere: Callable[[], str | None] = lambda: None, calculator_rounds: int | None = None) -> None:
         self.cfg = cfg
+        self.calculator_rounds = calculator_rounds  # the task's calculator (None: none), in every engine's decoding loop
         self.out = out
         self.show_progress = show_progress
         self.wrap_backend = wrap_backend  # tests: wraps each engine's backend (counting, failing)
@@ -66,7 +67,14 @@ class RunModels:
         """What produced (or would produce) M_n's completions: the store key's identity (weights, engine, resolved
         device and dtype, a server's command and environment)."""
         fp = self.fingerprint(n)
-        return None if fp is None else store_identity(self.cfg, fp)
+        if fp is None:
+            return None
+        ident = store_identity(self.cfg, fp)
+        if self.calculator_rounds is not None:  # keyed only when on, so the stores of runs without it stay valid
+            from .calculator import CALCULATOR_VERSION
+
+            ident["calculator"] = {"version": CALCULATOR_VERSION, "max_rounds": self.calculator_rounds}
+        return ident
 
     def info(self, n: int) -> dict[str, Any]:
         """What a step's JSON records about M_n (engine, path, fingerprint, what a server reported, identity)."""
@@ -127,5 +135,15 @@ class RunModels:
         fp = self.fingerprint(n)
         assert fp is not None, f"M_{n} has no checkpoint"
         shard = self.cfg.generation.engine_name == "transformers"  # vllm and servers run on rank 0 only
-        return Generator(self.cfg, lambda: self.session(n), store_identity(self.cfg, fp), store=self.store, shard=shard,
-                         show_progress=self.show_progress, wrap=self.wrap_backend, failed_elsewhere=self.failed_elsewhere)
+        wrap = self.wrap_backend
+        if self.calculator_rounds is not None:  # the calculator above the engine (and above a test's wrapper)
+            from .calculator import CalculatorBackend
+
+            rounds, inner = self.calculator_rounds, self.wrap_backend
+
+            def wrap(backend: Any) -> Any:
+                return CalculatorBackend(inner(backend) if inner is not None else backend, max_rounds=rounds)
+        identity = self.identity(n)
+        assert identity is not None
+        return Generator(self.cfg, lambda: self.session(n), identity, store=self.store, shard=shard,
+                         show_progress=self.show_progress, wrap=wrap, failed_elsewhere=self.failed_elsewhere)

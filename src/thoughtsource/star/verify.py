@@ -14,6 +14,9 @@ calls them on thousands of rationales.
     number tasks (GSM8K; word problems): every arithmetic statement, symbolic or verbal ("we add 7 to 55
     and get 62"), evaluates correctly, for word problems every operand comes from the question or an
     earlier result (:func:`ungrounded_operand`), the final answer is gold.
+:func:`verify_calc`
+    calculator-format rationales (``<<36-12=24>>``): every operation re-executed, every operand from the question or an
+    earlier result, the executed answer gold.
 :func:`verify_choice`
     multiple choice (CommonsenseQA): no copied hint marker, the stated answer is one consistent choice.
 :func:`verify_no_hint`
@@ -34,6 +37,7 @@ __all__ = [
     "check_statements",
     "ungrounded_operand",
     "verify_bool",
+    "verify_calc",
     "verify_choice",
     "verify_compact_scratchpad",
     "verify_no_hint",
@@ -739,6 +743,61 @@ def verify_number(
         return "no final answer"
     if not is_correct(value, "number", gold_value("number", [gold])):
         return f"final answer {value:g} is not the gold answer {gold}"
+    return None
+
+
+def verify_calc(text: str, gold: str, *, hint: str | None = None, question: str | None = None) -> str | None:
+    """Check a calculator-format rationale (:mod:`thoughtsource.star.calculator`); None: it passes.
+
+    Rules: (1) the hint is not copied; (2) there is at least one annotation ``<<expr=result>>``, none is left open and
+    no ``<<`` or ``>>`` stands outside one;
+    (3) every annotation's ``result`` is what the calculator prints for ``expr`` (a refused expression, or a result
+    the model wrote itself, is rejected); (4) every other arithmetic statement holds (:func:`check_statements`);
+    (5) with ``question``, every operand of every annotation is grounded: a number of the question, a number word or
+    implied value of it, a unit constant (as :func:`ungrounded_operand`), or the result of an earlier annotation; a
+    quotient of two numbers ``n/d`` (a fraction as the calculator prints it) is grounded as one value or as two;
+    (6) the *executed* answer, the last annotation's result, equals ``gold`` and the stated final answer
+    (strict extraction: "The answer is N.", ``#### N``; relative tolerance 1e-4, as in evaluation).
+    """
+    from ..extract import extract, gold_value, is_correct
+    from .calculator import evaluate, find_annotations, leaf_operands, number_text, open_expression
+
+    if hint and hint in text:
+        return f"copies the hint {hint}"
+    found = find_annotations(text)
+    if not found:
+        return "no calculator operation"
+    if open_expression(text) is not None:
+        return "an operation is left open (<< without >>)"
+    if text.count("<<") != len(found) or text.count(">>") != len(found):
+        return "a malformed operation (<< or >> outside <<expr=result>>)"
+    known = None if question is None else _question_numbers(question) | _CONSTANTS
+    value = Fraction(0)
+    for a in found:
+        shown = f"<<{a.expr}={a.result}>>"
+        computed = evaluate(a.expr)
+        if computed is None:
+            return f"the calculator refuses {shown}"
+        if a.result.strip() != number_text(computed):
+            return f"{shown} is not the calculator's result {number_text(computed)}"
+        if known is not None:
+            for leaf in leaf_operands(a.expr) or []:
+                whole = leaf[0] / leaf[1] if isinstance(leaf, tuple) else leaf
+                if whole not in known and not (isinstance(leaf, tuple) and {leaf[0], leaf[1]} <= known):
+                    written = "/".join(map(number_text, leaf)) if isinstance(leaf, tuple) else number_text(leaf)
+                    return f"number not from the question: {written} in {shown}"
+            known.add(computed)
+        value = computed
+    errors, _ = check_statements(text)
+    if errors:
+        return f"false statement: {errors[0]}"
+    stated = extract(text, "number", mode="strict", source="cot").value
+    if stated is None:
+        return "no final answer"
+    if not is_correct(float(value), "number", stated):  # at the precision the answer is stated with ("4.33" for 13/3)
+        return f"the final answer {stated:g} is not the executed answer {number_text(value)}"
+    if not is_correct(float(value), "number", gold_value("number", [gold])):
+        return f"the executed answer {number_text(value)} is not the gold answer {gold}"
     return None
 
 

@@ -52,6 +52,8 @@ class Task(abc.ABC):
     #: cut generated text at the first of these (the next few-shot example starting)
     stop: ClassVar[tuple[str, ...]] = ()
     default_max_new_tokens: ClassVar[int] = 128
+    #: the calculator's rounds a generation may take (:mod:`thoughtsource.star.calculator`); None: no calculator
+    calculator_rounds: int | None = None
 
     @abc.abstractmethod
     def load(self, split: str, seed: int) -> list[Problem]:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -59,6 +59,8 @@ PROMPT_SOURCES = ("star", "reference")
 # question implies without stating (29 % of them would be rejected, issue 30), and its issue-12 results
 # were measured without the rule.
 GROUNDED_DATASETS = frozenset({"mawps", "asdiv", "svamp"})
+# Datasets with equations (or GSM8K's calculator annotations) to make calculator-format gold rationales from.
+CALC_DATASETS = frozenset({"mawps", "asdiv", "svamp", "gsm8k"})
 
 
 def _question_key(question: str) -> str:
@@ -92,12 +94,24 @@ class DatasetOptions:
     n_dev: int = 0
     #: a fresh seeded sample of this many training problems each iteration (None: the same training set)
     per_iteration: int | None = None
+    #: "calc": calculator-executed rationales (``<<36-12=24>>``, :mod:`thoughtsource.star.calculator`) for the
+    #: datasets in :data:`CALC_DATASETS`: gold rationales and exemplars from the dataset's equations, the calculator in
+    #: the decoding loop, the verified filter :func:`~thoughtsource.star.verify.verify_calc`; "text": the reference CoTs
+    format: Literal["text", "calc"] = "text"
+    #: the calculator's rounds (stops at "=") a generation may take, format "calc" only
+    calculator_rounds: int = 24
 
     def __post_init__(self) -> None:
         if self.n_dev < 0 or (self.per_iteration is not None and self.per_iteration < 1):
             raise ConfigError(f"need n_dev >= 0 and per_iteration >= 1, got n_dev={self.n_dev}, per_iteration={self.per_iteration}")
         if self.prompts not in PROMPT_SOURCES:
             raise ConfigError(f"prompts must be one of {PROMPT_SOURCES}, got {self.prompts!r}")
+        if self.format not in ("text", "calc"):
+            raise ConfigError(f"format must be 'text' or 'calc', got {self.format!r}")
+        if self.format == "calc" and self.dataset not in CALC_DATASETS:
+            raise ConfigError(f"format 'calc' needs the equations of one of {sorted(CALC_DATASETS)}, not {self.dataset!r}")
+        if self.calculator_rounds < 1:
+            raise ConfigError(f"calculator_rounds must be >= 1, got {self.calculator_rounds}")
 
 
 def _option(name: str) -> Any:
@@ -153,6 +167,15 @@ class DatasetTask(Task):
             self.default_max_new_tokens = options.max_new_tokens  # type: ignore[misc]
         self._splits: dict[str, list[Sample]] | None = None
         self._ds_name = ""
+        self._calc_gold: dict[str, dict[str, str]] = {}  # split -> sample id -> calculator-format gold rationale
+
+    @property
+    def calc(self) -> bool:
+        return self.options.format == "calc"
+
+    @property
+    def calculator_rounds(self) -> int | None:  # type: ignore[override]
+        return self.options.calculator_rounds if self.calc else None
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -197,15 +220,22 @@ class DatasetTask(Task):
         return splits
 
     def _problem(self, s: Sample, split: str) -> Problem:
+        answer = answer_type(s.type).star_label(s.answer[0], s.choices)
         return Problem(
             id=f"{self._ds_name}/{split}/{s.id}",
             question=s.question.strip(),
-            answer=answer_type(s.type).star_label(s.answer[0], s.choices),
+            answer=answer,
             type=s.type,
             choices=tuple(s.choices),
-            rationale=" ".join(c.strip() for c in s.cot if c.strip()),
+            rationale=self._calc_rationale(split, s.id) if self.calc else " ".join(c.strip() for c in s.cot if c.strip()),
             meta={"dataset": self._ds_name, "split": split, "sample_id": s.id, "context": s.context or ""},
         )
+
+    def _calc_rationale(self, split: str, sample_id: str) -> str:
+        """The sample's calculator-format gold rationale; "" where it does not execute to the gold answer."""
+        if split not in self._calc_gold:
+            self._calc_gold[split] = calc_gold(self.dataset, split, self.data_dir, self._collection_splits().get(split, []))
+        return self._calc_gold[split].get(sample_id, "")
 
     @property
     def _star(self) -> bool:
@@ -227,6 +257,8 @@ class DatasetTask(Task):
     def _exemplar_pool(self, k: int = 10) -> list[Problem]:
         splits = self._collection_splits()
         pool = [s for s in splits.get(self.exemplar_split, []) if s.cot]
+        if self.calc:  # those whose calculator-format gold executes to the gold answer
+            pool = [s for s in pool if self._calc_rationale(self.exemplar_split, s.id)]
         rng = random.Random(f"exemplars-{self.exemplar_seed}")
         rng.shuffle(pool)
         return [self._problem(s, self.exemplar_split) for s in pool[: max(k, 10)]]
@@ -284,6 +316,10 @@ class DatasetTask(Task):
             star = self._star_exemplars()
             if k > len(star):
                 log.warning("%s: the STaR prompt has %d exemplars, not %d", self.star_prompts, len(star), k)
+            if self.calc:  # their annotations' results as the calculator prints them ("144.00" is 144)
+                from ..calculator import gold_rationale
+
+                return [replace(e, rationale=gold_rationale(e.rationale)[0]) for e in star[:k]]
             return list(star[:k])
         pool = self._exemplar_pool(k)
         if k > len(pool):
@@ -314,6 +350,8 @@ class DatasetTask(Task):
         t = answer_type(problem.type)
         if self._star:
             return t.star_completion(problem.answer, problem.choices, rationale)
+        if self.calc and rationale is not None:  # the annotation lines, then the answer on its own line
+            return f" {rationale.strip()}\nThe answer is {t.star_answer(problem.answer, problem.choices)}."
         return t.completion(problem.answer, problem.choices, rationale)
 
     def generated_completion(self, text: str) -> str:
@@ -349,7 +387,31 @@ def _verify_number(task: DatasetTask, p: Problem, text: str) -> str | None:
 
     grounded = task._ds_name in GROUNDED_DATASETS
     question = f"{p.meta.get('context') or ''}\n{p.question}" if grounded else None
+    if task.calc:
+        return verify.verify_calc(text, p.answer, hint=task.hint(p), question=question)
     return verify.verify_number(text, p.answer, hint=task.hint(p), question=question)
+
+
+def calc_gold(dataset: str, split: str, data_dir: str | None, samples: list[Sample]) -> dict[str, str]:
+    """``{sample id: calculator-format gold rationale}`` of the split's samples whose equation executes to their gold
+    answer (:func:`thoughtsource.star.calculator.gold_rationale`); the others are left out (no gold rationale)."""
+    from ...datasets import equations
+    from ...extract import gold_value, is_correct
+    from ..calculator import gold_rationale
+
+    found = equations(dataset, split, data_dir)
+    out: dict[str, str] = {}
+    for s in samples:
+        if s.id not in found:
+            continue
+        text, value = gold_rationale(found[s.id])
+        if value is not None and is_correct(float(value), "number", gold_value("number", [s.answer[0]])):
+            out[s.id] = text
+    missing = len(samples) - len(out)
+    if missing:
+        log.info("%s/%s: %d of %d samples have no calculator-format gold rationale that executes to their answer",
+                 dataset, split, missing, len(samples))
+    return out
 
 
 def _verify_bool(task: DatasetTask, p: Problem, text: str) -> str | None:
