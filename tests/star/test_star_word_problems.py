@@ -35,7 +35,7 @@ def test_the_split_is_the_same_every_time_and_loads_as_a_thoughtsource_file(part
     again = write_split(tmp_path / "wp.json", shared_data)
     assert [s.id for s in again.test] == [s.id for s in parts.test] and [s.id for s in again.dev] == [s.id for s in parts.dev]
     coll = Collection.load(tmp_path / "wp.json")
-    assert {k: len(v) for k, v in coll["word_problems"].items()} == {"train": len(parts.train), "dev": 200, "test": len(parts.test)}
+    assert {k: len(v) for k, v in coll["word_problems"].items()} == {"train": len(parts.train) + 200, "dev": 200, "test": len(parts.test)}
 
 
 def test_context_lines_score_what_they_say() -> None:
@@ -48,3 +48,26 @@ def test_context_lines_score_what_they_say() -> None:
     r = context_lines(dev, test)
     assert r["first_two_numbers"]["operation"] == "-" and r["first_two_numbers"]["right"] == 1
     assert r["add_all_numbers"]["right"] == 1 and r["first_two_numbers_oracle"]["right"] == 3
+
+
+@pytest.mark.slow
+def test_a_calc_run_reads_the_split_file(shared_data: Path, tmp_path: Path) -> None:
+    """The file in the calc format is a STaR task: calc exemplars from the pool, grounded, 1,145 test problems whose
+    gold rationales execute to their answers and pass the verified filter."""
+    from thoughtsource.star.calculator import find_annotations
+    from thoughtsource.star.tasks.from_dataset import DatasetTask
+
+    parts = write_split(tmp_path / "wp.json", shared_data, calc=True)
+    task = DatasetTask(str(tmp_path / "wp.json"), format="calc", train_split="train", test_split="test", n_test=None, n_dev=200)
+    test, dev = task.load("test", 0), task.load("dev", 0)
+    assert len(test) == len(parts.test) and len(dev) == 200
+    train_ids = {p.id for p in task.load("train", 0)}
+    assert not train_ids & {p.id for p in dev} and len(parts.train) - 10 <= len(train_ids) <= len(parts.train)  # less exemplars
+    shots = task.exemplars(4)
+    assert len(shots) == 4 and all(find_annotations(e.rationale) for e in shots)
+    with_gold = [p for p in test if p.rationale]
+    assert len(with_gold) >= 0.95 * len(test)
+    for p in with_gold[:200]:
+        completion = task.completion(p, p.rationale)
+        assert task.is_correct(p, completion), (p.id, completion)
+        assert task.verify(p, completion) is None, (p.id, completion, task.verify(p, completion))

@@ -98,13 +98,38 @@ def split(data_dir: str | Path | None = None) -> WordProblemSplit:
                             dropped=dropped)
 
 
-def write_split(out: str | Path, data_dir: str | Path | None = None) -> WordProblemSplit:
-    """The split as one ThoughtSource file (dataset ``word_problems``; splits train, dev, test), written atomically."""
+def calc_gold_all(samples: list[Sample], data_dir: str | Path | None = None) -> dict[str, str]:
+    """``{sample id: calculator-format gold rationale}`` from each source dataset's equations (those that execute to
+    their gold answer; :func:`thoughtsource.star.tasks.from_dataset.calc_gold`)."""
+    from .tasks.from_dataset import calc_gold
+
+    out: dict[str, str] = {}
+    for source in ("mawps", "asdiv", "svamp"):
+        part = [s for s in samples if source_of(s) == source]
+        out.update(calc_gold(source, "train", None if data_dir is None else str(data_dir), part))
+    return out
+
+
+def write_split(out: str | Path, data_dir: str | Path | None = None, *, calc: bool = False) -> WordProblemSplit:
+    """The split as one ThoughtSource file (dataset ``word_problems``), written atomically.
+
+    Splits: ``train`` (the whole pool: a STaR run holds its 200 dev problems out of it, ``task_options.n_dev``),
+    ``dev`` (this module's own draw, for the context lines) and ``test``.  ``calc``: each sample's CoT is its
+    calculator-format gold rationale (none where its equation does not execute to its answer), the form a run with
+    ``task_options.format: calc`` reads from a file."""
     from ..io import write_json
 
     parts = split(data_dir)
-    write_json(Path(out), {NAME: {name: [s.model_dump(mode="json", exclude_none=True) for s in samples]
-                                  for name, samples in (("train", parts.train), ("dev", parts.dev), ("test", parts.test))}})
+    gold = calc_gold_all(parts.train + parts.dev + parts.test, data_dir) if calc else {}
+
+    def row(s: Sample) -> dict[str, Any]:
+        d = s.model_dump(mode="json", exclude_none=True)
+        if calc:
+            d["cot"] = [gold[s.id]] if s.id in gold else []
+        return d
+
+    write_json(Path(out), {NAME: {name: [row(s) for s in samples] for name, samples in
+                                  (("train", parts.dev + parts.train), ("dev", parts.dev), ("test", parts.test))}})
     return parts
 
 

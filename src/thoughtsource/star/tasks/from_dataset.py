@@ -58,9 +58,11 @@ PROMPT_SOURCES = ("star", "reference")
 # question (verify.ungrounded_operand).  Not GSM8K: its human solutions bring in many numbers the
 # question implies without stating (29 % of them would be rejected, issue 30), and its issue-12 results
 # were measured without the rule.
-GROUNDED_DATASETS = frozenset({"mawps", "asdiv", "svamp"})
+GROUNDED_DATASETS = frozenset({"mawps", "asdiv", "svamp", "word_problems"})
 # Datasets with equations (or GSM8K's calculator annotations) to make calculator-format gold rationales from.
 CALC_DATASETS = frozenset({"mawps", "asdiv", "svamp", "gsm8k"})
+#: a ThoughtSource file in the calc format holds its gold rationales as its CoTs (``star.word_problems.write_split``)
+CALC_FILE_SUFFIXES = (".json", ".jsonl", ".parquet")
 
 
 def _question_key(question: str) -> str:
@@ -108,8 +110,9 @@ class DatasetOptions:
             raise ConfigError(f"prompts must be one of {PROMPT_SOURCES}, got {self.prompts!r}")
         if self.format not in ("text", "calc"):
             raise ConfigError(f"format must be 'text' or 'calc', got {self.format!r}")
-        if self.format == "calc" and self.dataset not in CALC_DATASETS:
-            raise ConfigError(f"format 'calc' needs the equations of one of {sorted(CALC_DATASETS)}, not {self.dataset!r}")
+        if self.format == "calc" and self.dataset not in CALC_DATASETS and Path(self.dataset).suffix not in CALC_FILE_SUFFIXES:
+            raise ConfigError(f"format 'calc' needs the equations of one of {sorted(CALC_DATASETS)}, or a ThoughtSource file whose "
+                              f"CoTs are calculator-format rationales, not {self.dataset!r}")
         if self.calculator_rounds < 1:
             raise ConfigError(f"calculator_rounds must be >= 1, got {self.calculator_rounds}")
 
@@ -234,7 +237,11 @@ class DatasetTask(Task):
     def _calc_rationale(self, split: str, sample_id: str) -> str:
         """The sample's calculator-format gold rationale; "" where it does not execute to the gold answer."""
         if split not in self._calc_gold:
-            self._calc_gold[split] = calc_gold(self.dataset, split, self.data_dir, self._collection_splits().get(split, []))
+            samples = self._collection_splits().get(split, [])
+            if self.dataset in CALC_DATASETS:
+                self._calc_gold[split] = calc_gold(self.dataset, split, self.data_dir, samples)
+            else:  # a file in the calc format: its CoTs are the gold rationales (one CoT step, its lines kept)
+                self._calc_gold[split] = {s.id: "\n".join(c.strip() for c in s.cot if c.strip()) for s in samples if s.cot}
         return self._calc_gold[split].get(sample_id, "")
 
     @property
