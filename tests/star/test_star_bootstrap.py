@@ -16,19 +16,32 @@ What the tests prove, on any machine of this kind:
   count of its range is solved >= 90 % of the time, and its curves are kept beside it (and a rebuild here does
   the same);
 * the precondition of bootstrapping holds: the base solves its range and some, not most, k+1 = 3-digit problems;
-* each iteration's training records are the model's own judged generations: each completion is the text that
+* each iteration's training records are the logged judged generations: each completion is the text the log says
   M_{n-1} generated for that problem (zero-shot, or with the hint for a rationalization), each reaches the right
-  answer (judged again here), every judged-right generation is kept once, and no training prompt carries the
-  hint, so no gold scratchpad the model did not write is trained on;
+  answer (judged again here), every judged-right generation is kept once, and no training prompt carries the hint;
+* the log is what the models write: ``SAMPLE`` rows of every generation step, chosen by a seed drawn when the test
+  runs, are generated again from the checkpoint that made them (greedy, float32, one thread, no completion store;
+  :func:`thoughtsource.star.audit.regenerate_sample`) and equal the logged text byte for byte, and each checkpoint
+  hashes to the fingerprint its steps recorded.  Only this tells a text the model wrote from a gold scratchpad
+  logged in its place (on this format a right scratchpad is byte for byte the gold one): the forgery of issue 41
+  (gold logged for 1 in 5 wrongly answered problems of iteration 1, 190 of 3,200 rows) passes the check above and
+  fails the audit, which names forged rows (9 of the 128 it regenerated from that step);
 * iteration 2 trains from the base, not from iteration 1: training the base again on iteration 2's records with
   the run's own settings gives exactly M_2's weights (training is deterministic on one CPU thread);
 * the loop lifts 3-digit test accuracy past iteration 0's Wilson 95 % interval by ``MARGIN`` at the iteration
   dev chooses, paired McNemar p < 0.001.
 
-What they do not prove: that STaR lifts digit counts never seen in gold (3-digit gold is in the base's data;
-docs/star-results.md does that with a larger base), nor anything about pretrained models or GPUs.  Each guard
-was checked by breaking the loop on purpose (the closing note of issue 29): removing the answer filter, training
-from M_{n-1}, and mixing gold scratchpads into the records each make a test here fail.
+What they do not prove: that STaR bootstraps beyond gold.  Gold training reaches the lift's threshold too: the
+base trained 250 steps on its own gold recipe gets 194/200 3-digit test sums (issue 41's audit), and the loop's
+gold arm (iteration 1's 3,200 problems, their gold scratchpads, 250 steps) 200/200 here, against the threshold of
+150/200.  So the lift shows that the filtered self-generated records are as good as gold for this base, not that
+they reach further than gold would.  Nor do they prove that STaR lifts digit counts never seen in gold (3-digit gold
+is in the base's data; docs/star-results.md does that with a larger base), nor anything about pretrained models or
+GPUs.  The audit regenerates a sample: a forged share f of a step escapes it with probability (1 - f)^SAMPLE, and
+sampled (temperature > 0) steps are not regenerated (this run has none).  Each guard was checked by breaking the
+loop on purpose (the closing note of issue 29): removing the answer filter, training from M_{n-1}, and mixing gold
+scratchpads into the records each make a test here fail; logging gold in place of generations fails the audit
+(``test_gold_scratchpads_in_the_log_pass_the_provenance_check_and_fail_the_audit``).
 
 ``MARGIN`` was chosen on dev, not test: over the pilot runs from this base (this CPU's kernels and AVX2's), 3-digit
 dev accuracy at the dev-chosen iteration rose past the upper end of iteration 0's dev interval by ``MIN_DEV_RISE``;
