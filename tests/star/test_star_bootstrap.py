@@ -16,19 +16,32 @@ What the tests prove, on any machine of this kind:
   count of its range is solved >= 90 % of the time, and its curves are kept beside it (and a rebuild here does
   the same);
 * the precondition of bootstrapping holds: the base solves its range and some, not most, k+1 = 3-digit problems;
-* each iteration's training records are the model's own judged generations: each completion is the text that
+* each iteration's training records are the logged judged generations: each completion is the text the log says
   M_{n-1} generated for that problem (zero-shot, or with the hint for a rationalization), each reaches the right
-  answer (judged again here), every judged-right generation is kept once, and no training prompt carries the
-  hint, so no gold scratchpad the model did not write is trained on;
+  answer (judged again here), every judged-right generation is kept once, and no training prompt carries the hint;
+* the log is what the models write: ``SAMPLE`` rows of every generation step, chosen by a seed drawn when the test
+  runs, are generated again from the checkpoint that made them (greedy, float32, one thread, no completion store;
+  :func:`thoughtsource.star.audit.regenerate_sample`) and equal the logged text byte for byte, and each checkpoint
+  hashes to the fingerprint its steps recorded.  Only this tells a text the model wrote from a gold scratchpad
+  logged in its place (on this format a right scratchpad is byte for byte the gold one): the forgery of issue 41
+  (gold logged for 1 in 5 wrongly answered problems of iteration 1, 190 of 3,200 rows) passes the check above and
+  fails the audit, which names forged rows (9 of the 128 it regenerated from that step);
 * iteration 2 trains from the base, not from iteration 1: training the base again on iteration 2's records with
   the run's own settings gives exactly M_2's weights (training is deterministic on one CPU thread);
 * the loop lifts 3-digit test accuracy past iteration 0's Wilson 95 % interval by ``MARGIN`` at the iteration
   dev chooses, paired McNemar p < 0.001.
 
-What they do not prove: that STaR lifts digit counts never seen in gold (3-digit gold is in the base's data;
-docs/star-results.md does that with a larger base), nor anything about pretrained models or GPUs.  Each guard
-was checked by breaking the loop on purpose (the closing note of issue 29): removing the answer filter, training
-from M_{n-1}, and mixing gold scratchpads into the records each make a test here fail.
+What they do not prove: that STaR bootstraps beyond gold.  Gold training reaches the lift's threshold too: the
+base trained 250 steps on its own gold recipe gets 194/200 3-digit test sums (issue 41's audit), and the loop's
+gold arm (iteration 1's 3,200 problems, their gold scratchpads, 250 steps) 200/200 here, against the threshold of
+150/200.  So the lift shows that the filtered self-generated records are as good as gold for this base, not that
+they reach further than gold would.  Nor do they prove that STaR lifts digit counts never seen in gold (3-digit gold
+is in the base's data; docs/star-results.md does that with a larger base), nor anything about pretrained models or
+GPUs.  The audit regenerates a sample: a forged share f of a step escapes it with probability (1 - f)^SAMPLE, and
+sampled (temperature > 0) steps are not regenerated (this run has none).  Each guard was checked by breaking the
+loop on purpose (the closing note of issue 29): removing the answer filter, training from M_{n-1}, and mixing gold
+scratchpads into the records each make a test here fail; logging gold in place of generations fails the audit
+(``test_gold_scratchpads_in_the_log_pass_the_provenance_check_and_fail_the_audit``).
 
 ``MARGIN`` was chosen on dev, not test: over the pilot runs from this base (this CPU's kernels and AVX2's), 3-digit
 dev accuracy at the dev-chosen iteration rose past the upper end of iteration 0's dev interval by ``MIN_DEV_RISE``;
@@ -39,6 +52,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -53,6 +67,10 @@ pytest.importorskip("torch")
 
 from thoughtsource.star.analysis import bootstrap_experiment  # its test_rows must not be collected as a test
 from thoughtsource.star.analysis.plots import plot_digits
+from thoughtsource.star.artifacts import write
+from thoughtsource.star.audit import regenerate_sample
+from thoughtsource.star.config import StarConfig
+from thoughtsource.star.loop import StarRun
 from thoughtsource.star.tasks.arithmetic import ArithmeticTask
 
 # the module's experiment (base + 2 iterations) runs in whichever test comes first: minutes on a free 2-core machine,
@@ -87,6 +105,9 @@ MIN_DEV_RISE = 0.38
 #: the rise the test demands on test: the chosen iteration's accuracy at least this far above the upper end of
 #: iteration 0's Wilson 95 % interval (n = 200); half the smallest rise seen on dev
 MARGIN = MIN_DEV_RISE / 2
+#: rows of each generation step the audit regenerates: a forged share f of a step's rows escapes with probability
+#: (1 - f)^128 (the gold forgery of issue 41, 6 % of iteration 1's rows: 0.04 %; 2.3 %: 5 %)
+SAMPLE = 128
 #: the base must solve some k+1 problems but not most: bootstrapping needs a foothold below and room above
 K_PLUS_1_BASE_RANGE = (0.05, 0.6)
 
@@ -157,10 +178,10 @@ def test_the_base_meets_the_precondition_of_bootstrapping(experiment: Path) -> N
     assert test0["2-digit"]["accuracy"] >= 0.8
 
 
-@pytest.mark.parametrize("n", [1, 2])
-def test_each_iteration_trains_on_the_models_own_judged_generations(experiment: Path, n: int) -> None:
+def _check_judged_generations(run: Path, n: int, base: Path) -> None:
+    """Iteration n's training records are the logged judged generations of M_{n-1} (read from the log: see
+    ``test_gold_scratchpads_in_the_log_pass_this_check_and_fail_the_audit`` for what that cannot see)."""
     task = ArithmeticTask(**TASK)
-    run = experiment / f"seed_{SEED}" / "star"
     d = run / f"iter_{n}"
     gen, rat = _rows(d / "generate.json"), _rows(d / "rationalize.json")
     problems = {p.id: p for p in task.train_problems(n, RUN["seed"])}
@@ -177,7 +198,7 @@ def test_each_iteration_trains_on_the_models_own_judged_generations(experiment: 
             assert not gen[r["id"]]["correct"] and source["prompt"] == task.prompt(p, [], hint=True)
         else:
             assert source["prompt"] == task.prompt(p, [])
-        # what is trained on is what M_{n-1} wrote for this problem, judged right again here (independently of the loop)
+        # what is trained on is what the log says M_{n-1} wrote for this problem, judged right again here
         assert r["completion"] == task.generated_completion(source["text"]), r["id"]
         assert task.is_correct(p, source["text"]), (r["id"], source["text"])
     # every judged-right generation was kept, each problem once
@@ -189,7 +210,79 @@ def test_each_iteration_trains_on_the_models_own_judged_generations(experiment: 
         assert n_rationalized > 0
     # the generations came from M_{n-1}
     model_path = json.loads((d / "generate.json").read_text())["model"]["path"]
-    assert (model_path == str(experiment / f"base_{SEED}")) if n == 1 else model_path.endswith("iter_1/checkpoint")
+    assert (model_path == str(base)) if n == 1 else model_path.endswith("iter_1/checkpoint")
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_each_iteration_trains_on_the_models_own_judged_generations(experiment: Path, n: int) -> None:
+    _check_judged_generations(experiment / f"seed_{SEED}" / "star", n, experiment / f"base_{SEED}")
+
+
+def test_a_sample_of_every_logged_generation_regenerates_from_its_checkpoint(experiment: Path) -> None:
+    """``SAMPLE`` rows of every generation step, chosen by a seed drawn now (the loop cannot know which), generated
+    again from the checkpoint that made them: the same text byte for byte, and the fingerprint the step recorded."""
+    seed = random.SystemRandom().randrange(2**31)
+    rep = regenerate_sample(experiment / f"seed_{SEED}" / "star", SAMPLE, seed)
+    assert rep.ok, rep.summary()
+    assert {(s.iteration, s.step) for s in rep.steps} == {(n, step) for n in (0, 1, 2) for step in ("test", "dev")} | {
+        (n, step) for n in (1, 2) for step in ("generate", "rationalize")}
+    assert all(s.checked == min(SAMPLE, s.rows) > 0 for s in rep.steps), rep.summary()
+    assert not rep.train_fingerprints
+
+
+class GoldInjectingRun(StarRun):
+    """The forgery of issue 41 (finding 3): for about 1 in 5 wrongly answered problems of iteration 1, the gold
+    scratchpad is logged as M_0's generation (and so judged right, kept and trained on)."""
+
+    injected: list[str]
+
+    def _generate(self, n: int, d: Path, train: list[Any], *, hint: bool) -> dict[str, Any]:
+        result = super()._generate(n, d, train, hint=hint)
+        if n == 1 and not hint:
+            by_id = {p.id: p for p in train}
+            for row in [r for r in result["rows"] if not r["correct"]][::5]:
+                p = by_id[row["id"]]
+                gold = self.task.completion(p, p.rationale)
+                row.update(text=gold, **self._judge(p, gold))
+                self.injected.append(row["id"])
+            write(d / "generate.json", result)
+        return result
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_gold_scratchpads_in_the_log_pass_the_provenance_check_and_fail_the_audit(experiment: Path, tmp_path: Path) -> None:
+    """Iteration 1 again (from the run's completion store) with the forgery, up to its training records: the check that
+    reads the log passes, the audit (as the test above runs it) fails and names forged rows, and only those."""
+    honest = experiment / f"seed_{SEED}" / "star"
+    forged = tmp_path / "star"
+    forged.mkdir()
+    shutil.copytree(honest / "iter_0", forged / "iter_0")
+    for f in [honest / "config.json", *honest.glob("completions.sqlite*")]:
+        shutil.copy(f, forged / f.name)
+
+    def stop(n: int, step: str) -> None:
+        if (n, step) == (1, "dataset"):
+            raise _Stop
+
+    run = GoldInjectingRun(StarConfig.model_validate(json.loads((honest / "config.json").read_text())), forged, resume=True,
+                           show_progress=False, on_step=stop)
+    run.injected = []
+    with pytest.raises(_Stop):
+        run.run()
+    wrong = sum(not r["correct"] for r in _rows(honest / "iter_1" / "generate.json").values())
+    assert len(run.injected) == (wrong + 4) // 5 > 100
+    _check_judged_generations(forged, 1, experiment / f"base_{SEED}")  # blind to it
+    rep = regenerate_sample(forged, SAMPLE, 0)
+    assert not rep.ok
+    assert [(s.iteration, s.step) for s in rep.steps if not s.ok] == [(1, "generate")]
+    step = next(s for s in rep.steps if not s.ok)
+    assert step.n_mismatches > 0 and {m.id for m in step.mismatches} <= set(run.injected), rep.summary()
+    assert all(m.logged.startswith("<scratch>") and m.logged != m.regenerated for m in step.mismatches)
+    print(f"forged {len(run.injected)} of {step.rows} rows; the audit regenerated {rep.checked} rows "
+          f"({step.checked} of that step): {step.n_mismatches} differ")
 
 
 def test_iteration_2_trains_from_the_base_not_from_iteration_1(experiment: Path, tmp_path: Path) -> None:

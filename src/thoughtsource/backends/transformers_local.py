@@ -700,13 +700,14 @@ def stop_match(text: str, stops: tuple[str, ...]) -> tuple[int, str] | None:
     return at, stops[i]
 
 
-def folder_fingerprint(path: Path) -> str:
-    """sha256 over config.json and every safetensors file (size + content), memoised on disk by mtime."""
+def folder_fingerprint(path: Path, *, memo: bool = True) -> str:
+    """sha256 over config.json and every safetensors file (size + content), memoised on disk by mtime (``memo=False``:
+    hashed again whatever the memo says, as an audit does: a file rewritten with its old size and mtime keeps its memo)."""
     files = sorted([path / "config.json", *path.glob("*.safetensors")])
     stamp = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists()]
-    memo = cache_dir("fingerprints") / (hashlib.sha256(json.dumps([str(path.resolve()), stamp]).encode()).hexdigest() + ".txt")
-    if memo.exists():
-        return memo.read_text().strip()
+    memo_file = cache_dir("fingerprints") / (hashlib.sha256(json.dumps([str(path.resolve()), stamp]).encode()).hexdigest() + ".txt")
+    if memo and memo_file.exists():
+        return memo_file.read_text().strip()
     h = hashlib.sha256()
     for f in files:
         if not f.exists():
@@ -718,7 +719,7 @@ def folder_fingerprint(path: Path) -> str:
     value = "sha256:" + h.hexdigest()
     from ..io import atomic_write
 
-    with atomic_write(memo) as fh:
+    with atomic_write(memo_file) as fh:
         fh.write(value)
     return value
 

@@ -2,7 +2,8 @@
 ``thoughtsource star run``: the STaR loop (``--seeds``: repeated and aggregated);
 ``thoughtsource star compare``: several runs side by side (table, significance tests, plot);
 ``thoughtsource star report``: the same comparison as Markdown tables for the docs;
-``thoughtsource star configs``: the run configs shipped in the package (``star run --config NAME``).
+``thoughtsource star configs``: the run configs shipped in the package (``star run --config NAME``);
+``thoughtsource star audit``: a run's logged generations regenerated from its checkpoints and compared.
 
 Results go to stdout (human tables, or JSON with ``--json``); progress and logs go to stderr.
 """
@@ -323,6 +324,30 @@ def report_cmd(
 
     check_out(out)
     _write_text(out, report.markdown(report.load_arms(runs), reference, group, title=title))
+
+
+@star_app.command("audit")
+def audit(
+    run_dir: Path = typer.Argument(..., metavar="RUN", help="A STaR run folder (config.json, iter_N/)."),
+    sample: int = typer.Option(64, "--sample", min=0, help="Rows regenerated per step (0: every row)."),
+    seed: int | None = typer.Option(None, "--seed", help="Which rows (default: a fresh random seed, printed in the report)."),
+    threads: int = typer.Option(1, "--threads", min=1, help="torch CPU threads while regenerating."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+) -> None:
+    """Regenerate a sample of every logged generation from the checkpoint that made it (greedy, no store) and compare
+    texts and fingerprints with the log; exit status 1 when anything differs."""
+    import secrets
+
+    from ..star.audit import regenerate_sample
+
+    with _results_to_stdout(as_json):
+        rep = regenerate_sample(run_dir, sample or None, secrets.randbelow(2**31) if seed is None else seed, threads=threads)
+    if as_json:
+        _print_json({**rep.model_dump(mode="json"), "ok": rep.ok, "problems": rep.problems()})
+    else:
+        typer.echo(rep.summary())
+    if not rep.ok:
+        raise typer.Exit(1)
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -44,15 +44,16 @@ class EngineError(ThoughtSourceError):
 
 
 # --------------------------------------------------------------------------- fingerprints
-def model_fingerprint(path: str) -> str:
-    """``sha256:...`` of config.json + safetensors of a model folder (memoised); ``name:<path>`` for anything else."""
+def model_fingerprint(path: str, *, memo: bool = True) -> str:
+    """``sha256:...`` of config.json + safetensors of a model folder (memoised unless ``memo=False``); ``name:<path>``
+    for anything else."""
     from ..embedded import resolve_model
 
     resolved = Path(resolve_model(path))
     if resolved.is_dir():
         from ..backends.transformers_local import folder_fingerprint
 
-        return folder_fingerprint(resolved)
+        return folder_fingerprint(resolved, memo=memo)
     return f"name:{path}"
 
 

@@ -61,6 +61,21 @@ from .tasks import Problem, Task, TrainingRecord, get_task
 log = logging.getLogger(__name__)
 
 
+def exemplars(cfg: StarConfig, task: Task, n: int) -> list[Problem]:
+    """The few-shot exemplars in M_n's prompts (none for a trained model unless ``fewshot_after_training``)."""
+    if cfg.fewshot_k == 0 or (n > 0 and not cfg.fewshot_after_training):
+        return []
+    return task.exemplars(cfg.fewshot_k)
+
+
+def pseudo_labelled(train: list[Problem], rows: list[dict[str, Any]]) -> list[Problem]:
+    """The training problems with a majority label (``pseudo_labels.json``'s rows), the label as their target."""
+    labels = {r["id"]: r["label"] for r in rows}
+    # the target becomes the label; the gold answer stays beside it (meta), for artifacts and metrics only
+    return [replace(p, answer=str(labels[p.id]), meta={**p.meta, "gold_answer": p.answer, "pseudo_label": str(labels[p.id])})
+            for p in train if labels.get(p.id) is not None]
+
+
 class StarRun:
     """One run directory.  ``run()`` executes (or resumes) the whole loop."""
 
@@ -168,9 +183,7 @@ class StarRun:
         return self.cfg.baseline == "direct"
 
     def _exemplars(self, n: int) -> list[Problem]:
-        if self.cfg.fewshot_k == 0 or (n > 0 and not self.cfg.fewshot_after_training):
-            return []
-        return self.task.exemplars(self.cfg.fewshot_k)
+        return exemplars(self.cfg, self.task, n)
 
     def _complete(self, gen: Generator, problems: list[Problem], n: int, *, hint: bool, description: str,
                   stats: GenStats, temperature: float | None = None, samples: int = 1) -> list[list[str]]:
@@ -212,11 +225,7 @@ class StarRun:
             write(path, {"rows": rows, "stats": stats.to_dict(), "wall_s": round(time.perf_counter() - t0, 3),
                          "model": self.models.info(n - 1), "world_size": dist.world_size()})
             self._step_done(n, "pseudo_labels")
-        rows = read_json(path)["rows"]
-        labels = {r["id"]: r["label"] for r in rows}
-        # the target becomes the label; the gold answer stays beside it (meta), for artifacts and metrics only
-        return [replace(p, answer=str(labels[p.id]), meta={**p.meta, "gold_answer": p.answer, "pseudo_label": str(labels[p.id])})
-                for p in train if labels.get(p.id) is not None]
+        return pseudo_labelled(train, read_json(path)["rows"])
 
     def _gold_correct(self, p: Problem, text: str) -> bool | None:
         """For a pseudo-labelled problem, whether ``text`` reaches the GOLD answer (None without pseudo-labels)."""
@@ -378,6 +387,8 @@ class StarRun:
         if dist.is_main():
             shutil.rmtree(d / "trainer", ignore_errors=True)
         stats["wall_s"] = round(time.perf_counter() - t0, 3)
+        self.models.forget(n)
+        stats["fingerprint"] = self.models.fingerprint(n)  # M_n as trained: what iteration n+1 must generate with
         write(path, stats)
         if not self.cfg.keep_checkpoints and n > 1:
             shutil.rmtree(checkpoint(self.out, n - 1), ignore_errors=True)
