@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..errors import BackendError, ThoughtSourceError
 from ..listen import MODEL_SERVER_PORT, bind
 from .base import Backend, Completion, Request
+from .server_guard import Guard, Metrics
 
 log = logging.getLogger(__name__)
 
@@ -363,12 +364,13 @@ def _closing_stream() -> Any:
     return ClosingStream
 
 
-def create_app(backend: Backend, served_model_name: str, default_max_tokens: int = 256) -> Any:
-    """The FastAPI app serving ``backend`` under the model name ``served_model_name``."""
+def create_app(backend: Backend, served_model_name: str, default_max_tokens: int = 256, api_key: str | None = None) -> Any:
+    """The FastAPI app serving ``backend`` under the model name ``served_model_name``; with ``api_key``, every route but
+    ``/health`` needs it (``Authorization: Bearer KEY``)."""
     from fastapi import FastAPI
     from fastapi import Request as HttpRequest
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse, StreamingResponse
+    from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
     from starlette.exceptions import HTTPException
 
     _ClosingStream = _closing_stream()
@@ -381,6 +383,9 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
     app = FastAPI(title="thoughtsource model server", version="1", lifespan=lifespan)
     app.state.backend = backend
     app.state.started = int(time.time())
+    metrics = Metrics(["/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize", "/detokenize",
+                       "/tokenizer_info", "/health", "/version", "/metrics"])
+    app.add_middleware(Guard, metrics=metrics, api_key=api_key)
 
     def error(status: int, message: str, param: str | None = None, code: str | None = None) -> JSONResponse:
         body = {"message": message, "type": _error_type(status), "param": param, "code": code}
@@ -448,12 +453,16 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
                                f"reduce the length of the {param} or completion.", param, "context_length_exceeded")
 
     async def run(requests: list[Request], echo_only: bool, sinks: list[Any] | None = None) -> list[Completion]:
+        metrics.queued(len(requests))
         try:
             out = await (cast(_StreamingBackend, backend).complete(requests, sinks=sinks) if sinks else backend.complete(requests))
         except BackendError as e:
             log.warning("generation failed: %s", e)
             status = e.status if e.status in (400, 429) else 500
             raise ApiError(status, str(e)) from None
+        finally:
+            metrics.queued(-len(requests))
+        metrics.generated(sum(c.prompt_tokens for c in out), sum(c.completion_tokens for c in out))
         if echo_only:  # max_tokens 0: the one token generated is not part of the answer
             out = [dataclasses.replace(c, text="", completion_tokens=0, finish_reason="length",
                                        raw={**c.raw, "token_ids": []}) for c in out]
@@ -633,6 +642,16 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
+    @app.get("/version")
+    async def version() -> dict[str, str]:
+        import importlib.metadata
+
+        return {"version": importlib.metadata.version("thoughtsource")}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def prometheus() -> PlainTextResponse:
+        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
     async def fingerprint() -> str | None:
         """The served weights' fingerprint (a hash of the model folder's files), so a client can check what it talks to."""
         if not hasattr(app.state, "fingerprint"):
@@ -795,20 +814,39 @@ def serve(
     port: int = MODEL_SERVER_PORT,
     default_max_tokens: int = 256,
     log_level: str = "info",
+    api_key: str | None = None,
 ) -> None:
     """Serve in the foreground until interrupted.
 
     The port is bound first (a port in use is an error before anything loads), then the model is loaded
     (a model that cannot load is an error at start, not a 500 on every request, and the first request does
-    not wait for it), and only then is the server reported ready.
+    not wait for it), and only then is the server reported ready.  Without ``api_key``, listening beyond the loopback
+    interface is warned about: anyone who reaches the port can use the model.
     """
     import uvicorn
 
+    if api_key is not None and not api_key.strip():
+        raise ThoughtSourceError("--api-key: the key is empty")
+    if api_key is None and not is_loopback(host):
+        log.warning("listening on %s without an API key: anyone who can reach this server can use the model "
+                    "(--api-key or THOUGHTSOURCE_API_KEY)", host)
     sock = _bound_and_loaded(backend, host, port)
     log.info("serving %s at http://%s:%d/v1 (model loaded)", served_model_name, host, sock.getsockname()[1])
-    app = create_app(backend, served_model_name, default_max_tokens)
+    app = create_app(backend, served_model_name, default_max_tokens, api_key=api_key)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
     server.run(sockets=[sock])
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is the loopback interface only."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # another name: it may resolve to any interface
+        return False
 
 
 def _bound_and_loaded(backend: Backend, host: str, port: int) -> socket.socket:
@@ -825,14 +863,16 @@ def _bound_and_loaded(backend: Backend, host: str, port: int) -> socket.socket:
 
 @contextlib.contextmanager
 def run_model_server(
-    backend: Backend | None = None, served_model_name: str = "embedded", host: str = "127.0.0.1", port: int = 0
+    backend: Backend | None = None, served_model_name: str = "embedded", host: str = "127.0.0.1", port: int = 0,
+    api_key: str | None = None,
 ) -> Iterator[ModelServerHandle]:
     """Serve ``backend`` (default: the embedded model via transformers) in a thread; stopped on exit."""
     import uvicorn
 
     backend = backend if backend is not None else make_backend()
     sock = _bound_and_loaded(backend, host, port)
-    server = uvicorn.Server(uvicorn.Config(create_app(backend, served_model_name), log_level="warning"))
+    app = create_app(backend, served_model_name, api_key=api_key)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="model-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
