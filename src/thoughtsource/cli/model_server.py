@@ -33,7 +33,7 @@ def serve_model(
 ) -> None:
     """Serve an OpenAI-compatible API (/v1/models, /v1/chat/completions, /v1/completions); concurrent requests share batches.
 
-    Needs the serve and models extras: pip install 'thoughtsource\\[serve,models]'.
+    Needs the serve and models extras: pip install '.\\[serve,models]' in a clone of thoughtsource.
     """
     from ..errors import require
 
