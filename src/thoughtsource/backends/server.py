@@ -49,6 +49,7 @@ from typing import Any, Protocol, cast
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import BackendError, ThoughtSourceError
+from ..interrupt import Interrupted, request_stop
 from ..listen import MODEL_SERVER_PORT, bind
 from .base import Backend, Completion, Request
 from .server_guard import Guard, Metrics
@@ -460,6 +461,9 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             log.warning("generation failed: %s", e)
             status = e.status if e.status in (400, 429) else 500
             raise ApiError(status, str(e)) from None
+        except Interrupted:  # the server's shutdown limit passed (serve's shutdown_timeout): a clean error, not a cut
+            raise ApiError(503, "the server is shutting down: this request was stopped before it finished", None,
+                           "server_shutting_down") from None
         finally:
             metrics.queued(-len(requests))
         metrics.generated(sum(c.prompt_tokens for c in out), sum(c.completion_tokens for c in out))
@@ -815,13 +819,16 @@ def serve(
     default_max_tokens: int = 256,
     log_level: str = "info",
     api_key: str | None = None,
+    shutdown_timeout: float = 30.0,
 ) -> None:
     """Serve in the foreground until interrupted.
 
     The port is bound first (a port in use is an error before anything loads), then the model is loaded
     (a model that cannot load is an error at start, not a 500 on every request, and the first request does
     not wait for it), and only then is the server reported ready.  Without ``api_key``, listening beyond the loopback
-    interface is warned about: anyone who reaches the port can use the model.
+    interface is warned about: anyone who reaches the port can use the model.  On SIGTERM or Ctrl-C the requests in
+    flight have ``shutdown_timeout`` seconds to finish; then their decoding stops and each ends with a clean error (a 503,
+    or a stream's error event), and the server exits.
     """
     import uvicorn
 
@@ -833,7 +840,22 @@ def serve(
     sock = _bound_and_loaded(backend, host, port)
     log.info("serving %s at http://%s:%d/v1 (model loaded)", served_model_name, host, sock.getsockname()[1])
     app = create_app(backend, served_model_name, default_max_tokens, api_key=api_key)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if not self.should_exit:  # the first signal: the requests in flight get shutdown_timeout seconds
+                log.info("shutting down: requests in flight have %g s to finish (--shutdown-timeout)", shutdown_timeout)
+                timer = threading.Timer(shutdown_timeout, stop_in_flight)
+                timer.daemon = True
+                timer.start()
+            super().handle_exit(sig, frame)
+
+    def stop_in_flight() -> None:
+        log.warning("shutdown: %g s passed; the requests still in flight are stopped", shutdown_timeout)
+        request_stop()  # the decoder stops at its next step; run() answers each of its requests with a 503
+
+    # uvicorn's own limit is the backstop: the stopped requests have answered well before it
+    server = Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=int(shutdown_timeout) + 30))
     server.run(sockets=[sock])
 
 

@@ -30,6 +30,9 @@ def serve_model(
     api_key: str | None = typer.Option(None, "--api-key", envvar="THOUGHTSOURCE_API_KEY", show_default=False,
                                        help="Clients must send 'Authorization: Bearer KEY' (a wrong or missing key: 401); "
                                        "without it, listening beyond 127.0.0.1 is warned about."),
+    shutdown_timeout: float = typer.Option(30.0, "--shutdown-timeout", min=0,
+                                           help="On SIGTERM or Ctrl-C, seconds the requests in flight have to finish; "
+                                           "then they end with an error (503) and the server exits."),
 ) -> None:
     """Serve an OpenAI-compatible API (/v1/models, /v1/chat/completions, /v1/completions); concurrent requests share batches.
 
@@ -43,7 +46,8 @@ def serve_model(
 
     options = {"threads": threads} if threads is not None else {}
     backend = make_backend(model, batch_size=batch_size, device=device, mode=mode.value, **options)
-    serve(backend, served_model_name or model, host=host, port=port, default_max_tokens=max_tokens, api_key=api_key)
+    serve(backend, served_model_name or model, host=host, port=port, default_max_tokens=max_tokens, api_key=api_key,
+          shutdown_timeout=shutdown_timeout)
 
 
 def register(app: typer.Typer) -> None:
