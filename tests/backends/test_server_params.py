@@ -174,3 +174,20 @@ def test_what_is_not_implemented_is_refused_by_name(post, field):
 def test_bookkeeping_fields_change_nothing(post):
     r = post("/completions", prompt="Hi", max_tokens=1, temperature=0, user="alice", metadata={"run": "1"}, store=False)
     assert r.status_code == 200, r.text
+
+
+def test_a_non_streamed_request_whose_client_left_stops_decoding(model_server):
+    """Issue 45, finding 8: a non-streamed request whose client had gone (a timeout) was computed to its end.  Now its
+    row stops at its next token once the server sees the client gone (``cancelled`` counts it, and it generated far
+    fewer than its 1500 tokens)."""
+    backend = model_server.backend
+    before = backend.counters.snapshot()
+    body = {"model": MODEL, "prompt": "Once upon a time", "max_tokens": 1500, "ignore_eos": True, "temperature": 0}
+    with pytest.raises(httpx.ReadTimeout):  # the client gives up long before 1500 tokens
+        httpx.post(f"{model_server.base_url}/completions", json=body, timeout=httpx.Timeout(300, read=3))
+    after = httpx.post(f"{model_server.base_url}/completions", json={"model": MODEL, "prompt": "Hi", "max_tokens": 1},
+                       timeout=300).json()  # answered once the stopped row's batch is done
+    now = backend.counters.snapshot()
+    assert now["cancelled"] == before["cancelled"] + 1
+    stopped_at = now["completion_tokens"] - before["completion_tokens"] - after["usage"]["completion_tokens"]
+    assert 0 < stopped_at < 1500

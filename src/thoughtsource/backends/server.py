@@ -472,6 +472,24 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
                                        raw={**c.raw, "token_ids": []}) for c in out]
         return out
 
+    async def run_watched(requests: list[Request], echo_only: bool, http: HttpRequest) -> list[Completion]:
+        """run() for a non-streamed answer: a client that leaves (a timeout) stops its rows at their next token (not in
+        the continuous and graph modes, which hand their tokens back only at the end)."""
+        if not live(echo_only, False) or getattr(backend, "mode", "") in ("continuous", "graph"):
+            return await run(requests, echo_only)
+        left = threading.Event()
+
+        async def watch() -> None:
+            while not await http.is_disconnected():
+                await asyncio.sleep(0.25)
+            left.set()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            return await run(requests, echo_only, [lambda _token: not left.is_set() for _ in requests])
+        finally:
+            watcher.cancel()
+
     async def scored(c: Completion, top: int, echo: bool) -> tuple[list[str], list[Any], dict[int, str]]:
         """(token names, [(logprob, [(id, logprob)])], names of the top ids) of the completion's tokens, the prompt's
         first with echo."""
@@ -713,8 +731,16 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             "usage": _usage(out, n),
         }
 
-    @app.post("/v1/chat/completions", response_model=None)
-    async def chat(body: ChatBody) -> Any:
+    def post(path: str) -> Any:
+        """``app.post(path)`` for a handler that also takes the HTTP request (``http``): its annotation is the class
+        itself, as FastAPI cannot resolve the name of a class imported inside this function."""
+        def register(handler: Any) -> Any:
+            handler.__annotations__["http"] = HttpRequest
+            return app.post(path, response_model=None)(handler)
+        return register
+
+    @post("/v1/chat/completions")
+    async def chat(body: ChatBody, http: HttpRequest) -> Any:
         check(body)
         if body.top_logprobs and not body.logprobs:
             raise ApiError(400, "top_logprobs: needs logprobs=true", "top_logprobs")
@@ -733,7 +759,7 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
         rid = f"chatcmpl-{uuid.uuid4().hex}"
         if body.stream:
             return stream("chat", rid, requests, body, echo_only, extras_of, [], body.logprobs)
-        out = await run(requests, echo_only)
+        out = await run_watched(requests, echo_only, http)
         extras = await extras_of(out)
         answer = response("chat.completion", rid, out, body.n,
                           [{"message": {"role": "assistant", "content": c.text}, **extras[i]} for i, c in enumerate(out)])
@@ -741,8 +767,8 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             answer["prompt_logprobs"] = await prompt_logprobs(out[0], body.prompt_logprobs)
         return answer
 
-    @app.post("/v1/completions", response_model=None)
-    async def completions(body: CompletionBody) -> Any:
+    @post("/v1/completions")
+    async def completions(body: CompletionBody, http: HttpRequest) -> Any:
         check(body)
         prompts = _prompts(body, vocab())
         if body.logprobs is not None:
@@ -772,7 +798,7 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
         rid = f"cmpl-{uuid.uuid4().hex}"
         if body.stream:
             return stream("text", rid, requests, body, echo_only, extras_of, echoes, body.logprobs is not None)
-        out = await run(requests, echo_only)
+        out = await run_watched(requests, echo_only, http)
         extras = await extras_of(out)
         for extra, echo in zip(extras, echoes, strict=True):
             if body.echo:
