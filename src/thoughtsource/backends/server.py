@@ -8,14 +8,18 @@ one batched generate call, so throughput grows with the number of clients.
 
 What it speaks, as OpenAI's API reference documents it:
 
-* ``n``, ``seed``, ``stop``, ``temperature``, ``top_p``, ``max_tokens``/``max_completion_tokens``;
+* ``n``, ``seed``, ``stop``, ``temperature``, ``top_p``, ``max_tokens``/``max_completion_tokens``; ``null`` for any of
+  them is its default;
+* vLLM's ``top_k``, ``min_p``, ``repetition_penalty``, ``min_tokens``, ``ignore_eos`` (per row, transformers' logits
+  processors in the backend's sampler), ``prompt_logprobs``, and chat's ``add_generation_prompt`` /
+  ``continue_final_message`` (a final assistant message is continued only with the latter);
 * completions: a prompt as text, a list of texts, token ids or a list of token-id lists; ``echo`` and
   ``logprobs`` (the prompt tokens' log-probabilities with ``echo``, what lm-eval's loglikelihood reads;
   ``max_tokens: 0`` with ``echo`` scores the prompt only);
 * chat: ``logprobs`` / ``top_logprobs`` of the generated tokens;
 * ``stream: true``: server-sent events, sent while the model decodes: a chunk per token as it is chosen (text held
   back only inside an unfinished character or where it may begin a stop string), the last chunk of each choice with
-  its ``finish_reason`` (and ``logprobs``), a usage chunk with ``stream_options.include_usage``, then
+  its ``finish_reason`` (with ``logprobs`` asked, each chunk carries its tokens' logprobs, and the chunks leave once the row is scored), a usage chunk with ``stream_options.include_usage``, then
   ``data: [DONE]``.  A client that disconnects stops its rows' generation at the next token.  A backend that cannot
   hand over tokens as they come (or a reasoning split with think tags) streams its chunks once the completion is
   generated;
@@ -25,7 +29,11 @@ What it speaks, as OpenAI's API reference documents it:
   token id outside the model's vocabulary included), a
   parameter this server does not support (``tools``, ``response_format``, ``best_of``, ``suffix``, ...: refused,
   never silently ignored) or a prompt and ``max_tokens`` beyond the model's context, 404 for an unknown model or
-  route, 429 when the backend is rate limited, 500 when generation fails.
+  route, 429 when the backend is rate limited, 500 when generation fails; 503 for a request stopped by the shutdown
+  limit.  Text with a lone surrogate escape, an empty prompt, an empty stop string, image or audio parts and any
+  undeclared field that is not bookkeeping (``user``, ``metadata``, ...) are 400s naming the field;
+* ``--api-key``: every route but ``/health`` needs ``Authorization: Bearer KEY`` (401 otherwise); ``/version``;
+  ``/metrics`` in Prometheus' text format (:mod:`.server_guard`).
 
 For tests and notebooks, :func:`run_model_server` starts the server in a background thread on a
 free port and yields a handle with ``base_url``.
