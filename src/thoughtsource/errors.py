@@ -159,7 +159,7 @@ class MissingDependencyError(ThoughtSourceError, ImportError):
     def __init__(self, package: str, extra: str, purpose: str) -> None:
         self.package = package
         self.extra = extra
-        ThoughtSourceError.__init__(self, f"{purpose} needs {package}, which is not installed: pip install 'thoughtsource[{extra}]'")
+        ThoughtSourceError.__init__(self, f"{purpose} needs {package}, which is not installed: pip install '.[{extra}]' (in a clone of thoughtsource)")
 
     def __str__(self) -> str:
         return self.args[0]

@@ -45,6 +45,11 @@ def requested() -> bool:
     return _stop.is_set()
 
 
+def request_stop() -> None:
+    """Ask every in-process decoding to stop, as a Ctrl-C does (serve-model once its --shutdown-timeout has passed)."""
+    _stop.set()
+
+
 @contextlib.contextmanager
 def decoding() -> Iterator[None]:
     """Marks in-process decoding: a Ctrl-C meanwhile stops it between steps instead of raising in the main thread."""

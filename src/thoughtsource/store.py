@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from . import sqlite_migrations
-from .backends.base import Completion, Request
+from .backends.base import Completion, Request, extra_params
 from .errors import StoreError
 from .sqlite_wal import enable_wal
 
@@ -62,6 +62,7 @@ def request_payload(request: Request) -> dict[str, Any]:
             "top_p": request.top_p,
             "stop": list(request.stop),
             "seed": request.seed,
+            **extra_params(request),  # only those set: the keys of other requests stay what they were
         },
         "sample_index": request.sample_index,
         # only when given: the keys of text prompts stay what they were

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from cli_in_process import run_cli
@@ -47,3 +52,64 @@ def test_version() -> None:
 
     p = run_cli("--version")
     assert p.returncode == 0 and p.stdout == f"thoughtsource {importlib.metadata.version('thoughtsource')}\n" and p.stderr == ""
+
+
+@pytest.mark.slow
+def test_shutdown_stops_the_requests_in_flight_with_a_clean_error(tmp_path):
+    """Issue 45, finding 9: on SIGTERM the server finished every generation first, with no limit (933 s with two long
+    requests).  Now, --shutdown-timeout seconds later, a streamed request ends with an error event and [DONE], a plain
+    one with a 503, and the server exits, without a traceback."""
+    import threading
+
+    log = tmp_path / "server.log"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(["src", os.environ.get("PYTHONPATH", "")])}
+    with log.open("w") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "thoughtsource", "serve-model", "--port", "0", "--served-model-name",
+                                 "smol", "--shutdown-timeout", "1"], stdout=fh, stderr=subprocess.STDOUT, env=env)
+    try:
+        url = None
+        while url is None and proc.poll() is None:
+            m = re.search(r"(http://127\.0\.0\.1:\d+)/v1", log.read_text())
+            url = m.group(1) if m else time.sleep(0.2)
+        assert url, log.read_text()
+        while True:
+            try:
+                httpx.get(url + "/health")
+                break
+            except httpx.ConnectError:
+                time.sleep(0.1)
+        long = {"model": "smol", "messages": [{"role": "user", "content": "Tell a story."}], "max_tokens": 1500,
+                "ignore_eos": True, "temperature": 0}
+        answers: dict[str, object] = {}
+
+        def plain() -> None:
+            answers["plain"] = httpx.post(url + "/v1/chat/completions", json=long, timeout=900)
+
+        def streamed() -> None:
+            events = answers["events"] = []
+            with httpx.stream("POST", url + "/v1/chat/completions", json={**long, "stream": True}, timeout=900) as r:
+                for line in r.iter_lines():
+                    if line.startswith("data: "):
+                        events.append(line[6:])
+
+        threads = [threading.Thread(target=plain), threading.Thread(target=streamed)]
+        for t in threads:
+            t.start()
+        while "thoughtsource_queue_length 2" not in httpx.get(url + "/metrics").text or len(answers.get("events", [])) < 3:
+            time.sleep(0.2)  # both requests are with the model, and the stream has begun
+        proc.send_signal(signal.SIGTERM)
+        for t in threads:
+            t.join(timeout=900)
+        # it exits: uvicorn raises the signal again once shut down, so the code is SIGTERM's (a service manager sees it)
+        assert proc.wait(timeout=300) in (0, -signal.SIGTERM)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    plain_answer = answers["plain"]
+    assert isinstance(plain_answer, httpx.Response) and plain_answer.status_code == 503, plain_answer
+    assert plain_answer.json()["error"]["code"] == "server_shutting_down"
+    events = answers["events"]
+    assert isinstance(events, list) and events[-1] == "[DONE]"
+    assert json.loads(events[-2])["error"]["code"] == "server_shutting_down"
+    assert "Traceback" not in log.read_text(), log.read_text()

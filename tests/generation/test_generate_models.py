@@ -86,3 +86,22 @@ def test_figure_3_program(examples_dir: Path, tmp_path: Path, embedded):
     assert cot.model == {"name": "text-davinci-002", "temperature": 0.0, "max_tokens": 24}
     assert cot.cot_trigger_template == "{instruction}\n\n{question}\n{answer_choices}\n\n{cot_trigger}"
     assert len(cot.cot.split()) >= 5 and cot.fragments_version == "0.01.1"
+
+
+@pytest.mark.slow
+def test_through_a_server_the_record_names_the_model_asked_for(examples_dir: Path, tmp_path: Path, embedded):
+    """Issue 45, finding 13: generate through the openai backend recorded ``SmolLM2-135M-Instruct`` where the server and
+    the store say ``embedded``; now the name asked for, with the weights' name beside it."""
+    from thoughtsource.backends.server import run_model_server
+
+    c = Collection.from_json(examples_dir / "tests_unit_data" / "worldtree_100_dataset.json").select(split="train", number_samples=1)
+    with run_model_server(embedded, served_model_name="embedded") as server:
+        report = generate(c, {"cot_trigger_keys": ["kojima-01"], "backend": "openai", "model": "embedded",
+                              "base_urls": [server.base_url], "max_tokens": 8, "answer_max_tokens": 4},
+                          store=tmp_path / "s.sqlite", progress=False)
+    assert report.errors == 0
+    (cot,) = [x.generated_cot[0] for _, _, x in c.samples()]
+    assert cot.api_service == "openai"
+    assert cot.model["name"] == "embedded" and cot.model["weights"] == "SmolLM2-135M-Instruct"
+    with CompletionStore(tmp_path / "s.sqlite") as st:
+        assert {row["model"] for row in st.stats_by_model()} == {"embedded"}  # the store's name and the record's agree

@@ -20,6 +20,11 @@ class Request:
     of the cache key, so sampled completions are cacheable.  ``prompt_ids`` is a prompt given as token ids
     (``serve-model``'s ``prompt: [1, 2, 3]``, lm-eval's default): fed to the model as they are, no tokenizer
     in between (``prompt`` is then empty); the openai backend sends them as they are.
+
+    vLLM's sampling parameters (``top_k``: 0 is off, ``min_p``, ``repetition_penalty``, ``min_tokens``, ``ignore_eos``)
+    and its chat-template switches (``add_generation_prompt``, ``continue_final_message``; None: continue a final
+    assistant message, else open the assistant's turn) are left at their defaults by the pipeline; :func:`extra_params`
+    gives those set otherwise (the store keys them, the openai backend sends them).
     """
 
     prompt: str = ""
@@ -32,6 +37,23 @@ class Request:
     seed: int | None = None
     sample_index: int = 0
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    top_k: int = 0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    min_tokens: int = 0
+    ignore_eos: bool = False
+    add_generation_prompt: bool | None = None
+    continue_final_message: bool | None = None
+
+
+#: the request fields of vLLM's API with the value that leaves them unused (the pipeline never sets them)
+EXTRA_DEFAULTS: dict[str, Any] = {"top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0, "min_tokens": 0,
+                                  "ignore_eos": False, "add_generation_prompt": None, "continue_final_message": None}
+
+
+def extra_params(request: Request) -> dict[str, Any]:
+    """The vLLM parameters ``request`` sets (those of :data:`EXTRA_DEFAULTS` not at their default), by vLLM's names."""
+    return {name: getattr(request, name) for name, unused in EXTRA_DEFAULTS.items() if getattr(request, name) != unused}
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ..errors import BackendError, ConfigError
 from ..listen import MODEL_SERVER_PORT
-from .base import Completion, Request
+from .base import Completion, Request, extra_params
 from .counters import Counters, loop_state, request_seed
 
 log = logging.getLogger(__name__)
@@ -367,6 +367,7 @@ class OpenAIBackend:
         if o.reasoning_max_tokens is not None:
             body["thinking_token_budget"] = o.reasoning_max_tokens
             body["reasoning"] = {"max_tokens": o.reasoning_max_tokens}
+        body.update(extra_params(request))  # vLLM's names; a server without them refuses them (never silently ignored)
         body.update(o.extra_body)
         use_chat = o.api == "chat" or (o.api == "auto" and request.messages)
         if use_chat and request.prompt_ids is not None:

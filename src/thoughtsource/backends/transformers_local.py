@@ -56,7 +56,7 @@ from .. import interrupt
 from ..errors import BackendError
 from ..interrupt import Interrupted
 from ..paths import cache_dir
-from .base import Completion, Request
+from .base import Completion, Request, extra_params
 from .counters import Counters, loop_state, request_seed
 from .prompt_tokens import prompt_token_ids
 
@@ -336,7 +336,9 @@ class TransformersBackend:
         rows = [self._row(r) for r in requests]
         streams = _Sinks(sinks, {*_eos_ids(model, tok), tok.pad_token_id}) if sinks else None
         # continuous batching and the graph decoder hand back whole rows: a streamed request decodes with prefix
-        mode = "prefix" if streams is not None and self.mode in ("continuous", "graph") else self.mode
+        # so do rows with vLLM's sampling parameters (top_k, min_p, ...: applied by _RowSampler, which those modes lack)
+        apart = streams is not None or any(extra_params(r) for r in requests)
+        mode = "prefix" if apart and self.mode in ("continuous", "graph") else self.mode
         t0 = time.monotonic()
         unfinished: set[int] = set()  # rows cut off by Ctrl-C (interrupt.requested) between decoding steps
         with self._lock, interrupt.decoding():
@@ -415,10 +417,14 @@ class TransformersBackend:
     def _row(self, request: Request) -> _Row:
         tok = self._tokenizer
         if request.messages:
-            # A final assistant message is the start of the answer: the model continues it.
-            prefill = request.messages[-1].get("role") == "assistant"
+            # A final assistant message is the start of the answer: the model continues it (unless the request says
+            # otherwise, as serve-model's continue_final_message / add_generation_prompt do, with vLLM's defaults)
+            prefill = request.continue_final_message
+            if prefill is None:
+                prefill = request.messages[-1].get("role") == "assistant"
+            opened = (not prefill) if request.add_generation_prompt is None else request.add_generation_prompt and not prefill
             text = tok.apply_chat_template(
-                list(request.messages), add_generation_prompt=not prefill, continue_final_message=prefill, tokenize=False
+                list(request.messages), add_generation_prompt=opened, continue_final_message=prefill, tokenize=False
             )
             ids = tok(text, add_special_tokens=False)["input_ids"]
         elif request.prompt_ids is not None:  # token ids given by the client: fed as they are
@@ -449,8 +455,9 @@ class TransformersBackend:
         if self.mode == "static":
             config.cache_implementation = "static"
         processors = LogitsProcessorList()
-        if any(r.request.temperature > 0 for r in rows):
-            processors.append(_RowSampler([r.request for r in rows], self.device))
+        sampler = _RowSampler(rows, self.device, [*_eos_ids(model, tok), tok.pad_token_id])
+        if sampler.active:
+            processors.append(sampler)
         stopping = StoppingCriteriaList([_RowStop(rows, width, tok, streams, offset), _InterruptStop()])
         with torch.inference_mode():
             out = model.generate(
@@ -466,7 +473,7 @@ class TransformersBackend:
                          streams: _Sinks | None = None) -> list[list[int]]:
         from .prefix_decode import Row, decode
 
-        sampler = _RowSampler([r.request for r in rows], self.device)
+        sampler = _RowSampler(rows, self.device, [*_eos_ids(self._model, self._tokenizer), self._tokenizer.pad_token_id])
         return decode(
             self._model,
             self._tokenizer,
@@ -739,23 +746,55 @@ def _parameter_fingerprint(model: Any) -> str:
 
 
 class _RowSampler:
-    """Logits processor: draws the next token of every sampled row with that row's own generator.
+    """Logits processor: each row's next token, by that row's own request.
 
-    Greedy rows pass through (generate takes their argmax); a sampled row's scores become 0 for the
-    drawn token and -inf elsewhere, so the argmax is the draw.
+    Per row, transformers' logits processors in their order: ``repetition_penalty`` (over the prompt and the tokens
+    generated so far), the end tokens held back until ``min_tokens`` (all of them with ``ignore_eos``), then for a
+    sampled row the temperature, ``top_k``, ``top_p`` and ``min_p``, and the draw with the row's own generator seeded from
+    ``(seed, sample_index)``.  A greedy row whose request sets none of these passes through (generate takes its argmax);
+    a processed greedy row gets its processed scores; a sampled row's scores become 0 for the drawn token and -inf
+    elsewhere, so the argmax is the draw.  The sampler keeps each row's tokens (what it picks is what comes next).
     """
 
-    def __init__(self, requests: list[Request], device: str) -> None:
+    def __init__(self, rows: list[_Row], device: str, end_ids: list[int]) -> None:
         import torch
+        from transformers import (
+            MinNewTokensLengthLogitsProcessor,
+            MinPLogitsWarper,
+            RepetitionPenaltyLogitsProcessor,
+            TopKLogitsWarper,
+        )
 
-        self.requests = requests
+        self.requests = [row.request for row in rows]
         self.generators: list[Any] = []
-        for r in requests:
+        self.before: list[list[Any]] = []  # processors of the raw scores (greedy rows too)
+        self.after: list[list[Any]] = []  # warpers of a sampled row's scores, after its temperature
+        for row in rows:
+            r = row.request
             g = None
             if r.temperature > 0:
                 g = torch.Generator(device=device)
                 g.manual_seed(request_seed(r.seed, r.sample_index))
             self.generators.append(g)
+            before: list[Any] = []
+            if r.repetition_penalty != 1.0:
+                before.append(RepetitionPenaltyLogitsProcessor(r.repetition_penalty))
+            held = r.max_tokens if r.ignore_eos else r.min_tokens
+            if held > 0:
+                before.append(MinNewTokensLengthLogitsProcessor(len(row.ids), held, sorted(set(end_ids)), device=device))
+            after: list[Any] = []
+            if r.top_k > 0:
+                after.append(TopKLogitsWarper(r.top_k))
+            if r.min_p > 0:
+                after.append(MinPLogitsWarper(r.min_p))
+            self.before.append(before)
+            self.after.append(after)
+        self.history = [list(row.ids) for row in rows] if any(self.before) else []
+
+    @property
+    def active(self) -> bool:
+        """Whether any row needs this sampler (a sampled row, or a processor)."""
+        return any(g is not None for g in self.generators) or any(self.before)
 
     def pick(self, scores: Any, rows: list[int]) -> Any:
         """Next token of each row of ``scores`` (row j of scores is request ``rows[j]``): argmax or its own draw."""
@@ -767,15 +806,23 @@ class _RowSampler:
     def _draw(self, scores: Any, rows: list[int]) -> Any:
         import torch
 
-        if all(self.generators[i] is None for i in rows):
+        if not self.active:
             return scores
         out = scores.clone()
         for j, i in enumerate(rows):
             r, g = self.requests[i], self.generators[i]
+            row = scores[j : j + 1]
+            if self.before[i]:
+                ids = torch.tensor([self.history[i]], device=scores.device)
+                for processor in self.before[i]:
+                    row = processor(ids, row)
+                out[j] = row[0]
             if g is None:
                 continue
-            logits = scores[j].float() / r.temperature
-            probs = torch.softmax(logits, dim=-1)
+            logits = row.float() / r.temperature
+            for warper in self.after[i]:
+                logits = warper(None, logits)
+            probs = torch.softmax(logits[0], dim=-1)
             if r.top_p < 1.0:
                 sorted_probs, idx = torch.sort(probs, descending=True)
                 keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < r.top_p
@@ -784,6 +831,9 @@ class _RowSampler:
             token = torch.multinomial(probs, 1, generator=g)
             out[j] = float("-inf")
             out[j, token] = 0.0
+        if self.history:
+            for i, token in zip(rows, out.argmax(-1).tolist(), strict=True):
+                self.history[i].append(token)
         return out
 
 

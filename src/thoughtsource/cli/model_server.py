@@ -27,10 +27,16 @@ def serve_model(
     mode: Mode = typer.Option(Mode.auto, "--mode", help="auto: continuous batching on CUDA, prefix (shared prompt prefixes decoded once) otherwise."),
     max_tokens: int = typer.Option(256, "--max-tokens", help="Default max_tokens of requests that give none."),
     threads: int | None = typer.Option(None, "--threads", min=1, help="torch CPU threads while generating \\[default: the backend's]."),
+    api_key: str | None = typer.Option(None, "--api-key", envvar="THOUGHTSOURCE_API_KEY", show_default=False,
+                                       help="Clients must send 'Authorization: Bearer KEY' (a wrong or missing key: 401); "
+                                       "without it, listening beyond 127.0.0.1 is warned about."),
+    shutdown_timeout: float = typer.Option(30.0, "--shutdown-timeout", min=0,
+                                           help="On SIGTERM or Ctrl-C, seconds the requests in flight have to finish; "
+                                           "then they end with an error (503) and the server exits."),
 ) -> None:
     """Serve an OpenAI-compatible API (/v1/models, /v1/chat/completions, /v1/completions); concurrent requests share batches.
 
-    Needs the serve and models extras: pip install 'thoughtsource\\[serve,models]'.
+    Needs the serve and models extras: pip install '.\\[serve,models]' in a clone of thoughtsource.
     """
     from ..errors import require
 
@@ -40,7 +46,8 @@ def serve_model(
 
     options = {"threads": threads} if threads is not None else {}
     backend = make_backend(model, batch_size=batch_size, device=device, mode=mode.value, **options)
-    serve(backend, served_model_name or model, host=host, port=port, default_max_tokens=max_tokens)
+    serve(backend, served_model_name or model, host=host, port=port, default_max_tokens=max_tokens, api_key=api_key,
+          shutdown_timeout=shutdown_timeout)
 
 
 def register(app: typer.Typer) -> None:

@@ -198,6 +198,7 @@ class _Session:
         model_name, api_service = cfg.model, cfg.api_service or be.name
         if backend is not None and be.name != cfg.backend:  # the instance passed in is what ran
             model_name, api_service = str(identity.get("model") or cfg.model), be.name
+            cfg = cfg.model_copy(update={"backend": be.name})
             log.info("generate: the %s backend passed in replaces backend '%s' of the config", be.name, cfg.backend)
         elif backend is not None:
             model_name = str(identity.get("model") or cfg.model)

@@ -131,9 +131,12 @@ class GenerateConfig(BaseModel):
         from ..embedded import EMBEDDED_NAME, is_embedded
 
         name = name or self.model
-        # the file says which model wrote the CoT, not our alias for it
-        info: dict[str, Any] = {"name": EMBEDDED_NAME if is_embedded(name) else name, "temperature": self.temperature,
-                                "max_tokens": self.max_tokens}
+        info: dict[str, Any] = {"name": name, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        if is_embedded(name):
+            if self.backend == "openai":  # a server was asked for this name (as its store keys say): kept, the weights beside it
+                info["weights"] = EMBEDDED_NAME
+            else:  # loaded here: the file says which model wrote the CoT, not our alias for it
+                info["name"] = EMBEDDED_NAME
         if self.top_p != 1.0:
             info["top_p"] = self.top_p
         if self.n > 1 or self.temperature > 0:
