@@ -139,7 +139,12 @@ def train_seed_runs(args: argparse.Namespace, cli: list[str], seeds: list[int], 
                        "--train-seed", str(t), "--set", f"iterations={args.iterations}", "--out", str(out), "--resume",
                        "--threads", "1", *ARMS[arm]]
                 jobs.append((cmd, args.root / "logs" / f"seed_{s}_{arm}@train_{t}.log"))
-    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+    return run_jobs(jobs, args.parallel, lock)
+
+
+def run_jobs(jobs: list[tuple[list[str], Path]], parallel: int, lock: threading.Lock) -> int:
+    """Run (command, log) jobs, ``parallel`` at a time, in order; 1 when any failed (each failure printed)."""
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
         futures = [pool.submit(_run, cmd, log, lock) for cmd, log in jobs]
         failed = [f.exception() for f in futures if f.exception() is not None]
     for e in failed:

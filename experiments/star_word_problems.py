@@ -18,12 +18,11 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from star_bootstrap import _cli, _run  # noqa: E402  (the same process runner)
+from star_bootstrap import _cli, run_jobs  # noqa: E402  (the same process runner)
 
 ARMS: dict[str, list[str]] = {
     "fewshot": ["--baseline", "fewshot", "--set", "iterations=0"],
@@ -64,12 +63,7 @@ def main() -> int:
               str(args.root / f"seed_{s}" / arm), "--resume", "--threads", "1", *ARMS[arm]],
              args.root / "logs" / f"seed_{s}_{arm}.log")
             for arm in arms for s in ([args.seeds.split(",")[0]] if arm == "fewshot" else args.seeds.split(","))]
-    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        futures = [pool.submit(_run, cmd, log, lock) for cmd, log in jobs]
-        failed = [f.exception() for f in futures if f.exception() is not None]
-    for e in failed:
-        print(e, file=sys.stderr)
-    return 1 if failed else 0
+    return run_jobs(jobs, args.parallel, lock)
 
 
 if __name__ == "__main__":
