@@ -152,14 +152,21 @@ def run_jobs(jobs: list[tuple[list[str], Path]], parallel: int, lock: threading.
     return 1 if failed else 0
 
 
+HINTS_MARK = "<!-- hint policy: written by --ablations-report -->"
+
+
 def ablations_report(originals: Path, root: Path, seeds: list[int], out: Path) -> int:
     from thoughtsource.io import write_json
-    from thoughtsource.star.analysis.ablations import markdown, report
+    from thoughtsource.star.analysis.ablations import hint_markdown, markdown, report
 
     rep = report(originals, root, seeds)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "ablations.json", rep)
     (out / "ablations.md").write_text(markdown(rep) + "\n", encoding="utf-8")
+    main_report = out / "report.md"  # the hint policy and hinted records per digit count, in the experiment's report too
+    if main_report.is_file():
+        text = main_report.read_text(encoding="utf-8").split(HINTS_MARK)[0].rstrip("\n")
+        main_report.write_text(f"{text}\n\n{HINTS_MARK}\n{hint_markdown(rep)}\n", encoding="utf-8")
     for s in seeds:  # the full norat_verified runs' metrics beside the other arms'
         full = root / f"seed_{s}" / "norat_verified" / "metrics.json"
         if full.is_file():

@@ -141,7 +141,12 @@ def markdown(rep: dict[str, Any]) -> str:
         p = "n/a" if c["welch_p"] is None else f"{c['welch_p']:.3g}"
         lines.append(f"| {c['seed']} | {c['iteration']} | {c['digits']} | {c['a']} | {c['b']} | {c['a_runs']} | {c['b_runs']} | "
                      f"{_fmt(c['difference'])} | {p} |")
-    lines += ["", "## Hinted records per digit count (the original runs)", "",
+    return "\n".join(lines + ["", hint_markdown(rep)])
+
+
+def hint_markdown(rep: dict[str, Any]) -> str:
+    """The hint policy and the hinted records per digit count (also kept in the experiment's report.md)."""
+    lines = ["## Hinted records per digit count (the original runs)", "",
               "Rationalization is tried once, greedy, for every training problem no rationale of the model answered "
               "right, with the gold answer written into the prompt (`Target: <answer>`); a hinted rationale whose answer "
               "is right (and, with `--filter verified`, whose scratchpad checks) becomes a training record without the "
