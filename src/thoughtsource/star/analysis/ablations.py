@@ -141,7 +141,7 @@ def markdown(rep: dict[str, Any]) -> str:
         p = "n/a" if c["welch_p"] is None else f"{c['welch_p']:.3g}"
         lines.append(f"| {c['seed']} | {c['iteration']} | {c['digits']} | {c['a']} | {c['b']} | {c['a_runs']} | {c['b_runs']} | "
                      f"{_fmt(c['difference'])} | {p} |")
-    return "\n".join(lines + ["", hint_markdown(rep)])
+    return "\n".join([*lines, "", hint_markdown(rep)])
 
 
 def hint_markdown(rep: dict[str, Any]) -> str:
