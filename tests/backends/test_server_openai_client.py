@@ -105,7 +105,9 @@ def test_logprobs_with_echo_score_the_prompt_as_the_model_does(client, model_ser
         expected = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0, :-1].float(), -1)
     want = [expected[j, ids[j + 1]].item() for j in range(len(ids) - 1)]
     assert c.logprobs.token_logprobs[1:] == pytest.approx(want, abs=1e-4)
-    assert all(len(top) == 2 and max(top.values()) >= lp for top, lp in zip(c.logprobs.top_logprobs[1:], want, strict=True))
+    # the top-2 is computed in the server's batch and `want` in a separate forward pass: equal to 1e-4, not bit for bit
+    assert all(len(top) == 2 and max(top.values()) >= lp - 1e-4
+               for top, lp in zip(c.logprobs.top_logprobs[1:], want, strict=True))
     assert c.logprobs.top_logprobs[-1][" Paris"] == pytest.approx(want[-1], abs=1e-4)  # the model's first choice
     # a prompt given as token ids is the same prompt; with max_tokens 1, the generated token comes last
     by_ids = client.completions.create(model=MODEL, prompt=ids, max_tokens=1, echo=True, logprobs=1, temperature=0)

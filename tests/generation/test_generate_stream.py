@@ -81,4 +81,5 @@ def test_streamed_generate_finishes_under_a_memory_cap_that_loading_exceeds(exam
                    f"c = Collection.load({str(big)!r})\n"
                    f"generate(c, backend='mock', cot_trigger_keys=['kojima-01'], store={str(tmp_path / 's.sqlite')!r}, "
                    f"progress=False)\nc.dump({str(tmp_path / 'loaded.json')!r})", 700, timeout=1200)
-    assert p.returncode != 0 and "MemoryError" in p.stderr, p.stderr[-3000:]
+    # out of memory shows as a MemoryError, or as SIGSEGV/SIGABRT where a C extension's allocation fails under the cap
+    assert p.returncode in (-11, -6) or (p.returncode != 0 and "MemoryError" in p.stderr), (p.returncode, p.stderr[-3000:])
