@@ -34,6 +34,31 @@ ARMS: dict[str, list[str]] = {
 }
 
 
+def share_completions(source: Path, target_dir: Path) -> int:
+    """Copy every completion of ``source`` (the few-shot run's store) into ``target_dir``'s store, keeping what is there.
+
+    A completion's key hashes the weights, the prompt and the decoding options, so a copied row is only ever read for
+    the identical request: iteration 0 of every arm (the same base, the same prompts, greedy) is computed once, not once
+    an arm.  Returns the rows added."""
+    import sqlite3
+
+    if not source.is_file():
+        return 0
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / "completions.sqlite"
+    if not target.exists():
+        with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+            src.backup(dst)
+        with sqlite3.connect(target) as dst:
+            return int(dst.execute("SELECT count(*) FROM completions").fetchone()[0])
+    with sqlite3.connect(target, timeout=60) as dst:
+        before = dst.total_changes
+        dst.execute("ATTACH DATABASE ? AS shared", (str(source),))
+        cols = ", ".join(r[1] for r in dst.execute("PRAGMA main.table_info(completions)"))
+        dst.execute(f"INSERT OR IGNORE INTO completions ({cols}) SELECT {cols} FROM shared.completions")
+        return dst.total_changes - before
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", type=Path, default=REPO / "star_runs" / "word_problems")
@@ -58,6 +83,12 @@ def main() -> int:
         print(json.dumps({"split": parts.counts(), "context_lines": context_lines(parts.dev, parts.test)}, indent=1))
         if args.split_only:
             return 0
+    shared = args.root / f"seed_{args.seeds.split(',')[0]}" / "fewshot" / "completions.sqlite"
+    for arm in arms:
+        for s in args.seeds.split(","):
+            if arm != "fewshot":
+                added = share_completions(shared, args.root / f"seed_{s}" / arm)
+                print(f"seed {s} {arm}: {added} completions shared from {shared}")
     cli, lock = _cli(), threading.Lock()
     jobs = [([*cli, "star", "run", "--config", str(args.config), "--set", f"task={task_file}", "--seed", s, "--out",
               str(args.root / f"seed_{s}" / arm), "--resume", "--threads", "1", *ARMS[arm]],
