@@ -58,6 +58,7 @@ from ..interrupt import Interrupted
 from ..paths import cache_dir
 from .base import Completion, Request, extra_params
 from .counters import Counters, loop_state, request_seed
+from .joinable_batch import JoinableBatch
 from .prompt_tokens import prompt_token_ids
 
 log = logging.getLogger(__name__)
@@ -164,6 +165,8 @@ class TransformersBackend:
         self._lock = threading.Lock()  # one generate at a time on this model
         self._fingerprint = self.options.fingerprint
         self._graph_decoder: Any = None  # mode graph: its buffers and CUDA graphs, kept between calls
+        self._joinable: JoinableBatch | None = None  # mode continuous: the running batch requests join
+        self._joinable_lock = threading.Lock()
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, name: str | None = None, **options: Any) -> TransformersBackend:
@@ -267,6 +270,10 @@ class TransformersBackend:
                 await state.worker
         with self._lock:
             self._graph_decoder = None  # its static caches and CUDA graphs hold GPU memory and the model
+        with self._joinable_lock:
+            joinable, self._joinable = self._joinable, None
+        if joinable is not None:
+            await asyncio.to_thread(joinable.close)
         if self._owns_model:  # a model passed in stays with its owner
             with self._lock:
                 self._model = self._tokenizer = None
@@ -282,6 +289,9 @@ class TransformersBackend:
         return loop_state(self._states, lambda: _LoopState(self))
 
     async def _worker(self, queue: asyncio.Queue[_Queued]) -> None:
+        if self.mode == "continuous" and self._owns_model:
+            await self._join_worker(queue)
+            return
         while True:
             batch = [await queue.get()]
             if self.options.batch_wait_s:
@@ -297,6 +307,69 @@ class TransformersBackend:
             for part in parts:
                 if part:
                     await self._generate_part(part)
+
+    async def _join_worker(self, queue: asyncio.Queue[_Queued]) -> None:
+        """Mode continuous on a model this backend loaded: each request joins the running batch at its next decoding
+        step (:mod:`.joinable_batch`).  Rows with vLLM's sampling parameters, or too long for the cache, decode apart."""
+        await asyncio.to_thread(self.load)
+        tasks: set[asyncio.Task[None]] = set()
+        while True:
+            item = await queue.get()
+            if item[1].done():  # a caller that left (a streaming client gone) is not generated
+                continue
+            task = asyncio.ensure_future(self._join_one(item))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+    async def _join_one(self, item: _Queued) -> None:
+        request, fut, sink = item
+        model, tok = self._model, self._tokenizer
+        row = self._row(request)
+        if extra_params(request) or not self._joinable_batch().fits(len(row.ids), request.max_tokens):
+            await self._generate_part([item])
+            return
+        cancelled = []
+
+        def watched(token: int) -> bool:
+            if sink is not None and sink(token) is False:
+                cancelled.append(token)
+                return False
+            return True
+
+        def stopped(ids: list[int]) -> bool:
+            text = tok.decode(ids, skip_special_tokens=self.options.skip_special_tokens)
+            return stop_index(text, request.stop) is not None
+
+        t0 = time.monotonic()
+        self._apply_threads()
+        try:
+            ids = await asyncio.wrap_future(self._joinable_batch().submit(
+                row.ids, request.max_tokens, temperature=request.temperature, top_p=request.top_p,
+                end_ids=_eos_ids(model, tok), sink=watched if sink is not None else None,
+                stopped=stopped if request.stop else None))
+        except Interrupted:
+            if not fut.done():
+                fut.set_exception(Interrupted())
+            return
+        except Exception as e:
+            self.counters.errors += 1
+            self.counters.failed += 1
+            if not fut.done():
+                fut.set_exception(BackendError(f"{self.options.model}: generation failed: {type(e).__name__}: {e}",
+                                               backend=self.name, attempts=1))
+            return
+        completion = self._finish(row, ids, time.monotonic() - t0)
+        self.counters.cancelled += len(cancelled)
+        self._count([completion])
+        if not fut.done():
+            fut.set_result(completion)
+
+    def _joinable_batch(self) -> JoinableBatch:
+        with self._joinable_lock:  # not self._lock: a generate apart holds that one for its whole batch
+            if self._joinable is None:
+                self._model.eval()
+                self._joinable = JoinableBatch(self._model, self._tokenizer, device=self.device)
+            return self._joinable
 
     async def _generate_part(self, batch: list[_Queued]) -> None:
         """Generate one batch from the queue in a thread and settle its callers' futures."""

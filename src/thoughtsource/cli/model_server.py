@@ -24,7 +24,8 @@ def serve_model(
     served_model_name: str | None = typer.Option(None, "--served-model-name", help="Name clients use; default: --model."),
     batch_size: int = typer.Option(8, "--batch-size", help="Rows per batched generate call."),
     device: str | None = typer.Option(None, "--device", help="cuda, cpu, ...; default: cuda when available."),
-    mode: Mode = typer.Option(Mode.auto, "--mode", help="auto: continuous batching on CUDA, prefix (shared prompt prefixes decoded once) otherwise."),
+    mode: Mode = typer.Option(Mode.auto, "--mode", help="auto: continuous (a request joins the running batch at its next "
+                              "decoding step); prefix: shared prompt prefixes decoded once, a batch at a time."),
     max_tokens: int = typer.Option(256, "--max-tokens", help="Default max_tokens of requests that give none."),
     threads: int | None = typer.Option(None, "--threads", min=1, help="torch CPU threads while generating \\[default: the backend's]."),
     api_key: str | None = typer.Option(None, "--api-key", envvar="THOUGHTSOURCE_API_KEY", show_default=False,
@@ -45,7 +46,9 @@ def serve_model(
     from ..backends.server import make_backend, serve
 
     options = {"threads": threads} if threads is not None else {}
-    backend = make_backend(model, batch_size=batch_size, device=device, mode=mode.value, **options)
+    # a server's requests arrive while others decode: auto is continuous batching on every device
+    backend = make_backend(model, batch_size=batch_size, device=device,
+                           mode="continuous" if mode is Mode.auto else mode.value, **options)
     serve(backend, served_model_name or model, host=host, port=port, default_max_tokens=max_tokens, api_key=api_key,
           shutdown_timeout=shutdown_timeout)
 

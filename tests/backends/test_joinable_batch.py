@@ -1,0 +1,113 @@
+"""Mode continuous (serve-model's default): a request joins the running batch at its next decoding step
+(``backends/joinable_batch.py``).  Ordering, not timing: a 4-token request sent while a 300-token one decodes ends
+while that one is still decoding (before, it waited for the whole batch: 10.27 s against 0.27 s alone, issue 45)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from thoughtsource import interrupt
+from thoughtsource.backends import Request
+from thoughtsource.backends.transformers_local import TransformersBackend
+from thoughtsource.interrupt import Interrupted
+
+pytestmark = pytest.mark.slow
+
+ESSAY = ({"role": "user", "content": "Write a long, detailed essay about the history of Rome, from its founding to the "
+                                     "fall of the Western Empire."},)
+SHORT = Request(prompt="2+2=", max_tokens=4, temperature=0)
+
+
+@pytest.fixture(scope="module")
+def joining() -> Iterator[TransformersBackend]:
+    """A backend that loads its own copy of the embedded model in mode continuous (the joinable batch)."""
+    backend = TransformersBackend("embedded", device="cpu", mode="continuous", threads=1)
+    yield backend
+    asyncio.run(backend.aclose())
+
+
+def test_a_short_request_joins_a_long_one_that_is_decoding(joining: TransformersBackend) -> None:
+    long = Request(messages=ESSAY, max_tokens=300, temperature=0)
+    seen: list[int] = []
+    running = threading.Event()
+
+    def sink(token: int) -> bool:
+        seen.append(token)
+        if len(seen) >= 20:
+            running.set()
+        return True
+
+    async def main() -> tuple:
+        solo = (await joining.complete([SHORT]))[0]
+        long_task = asyncio.ensure_future(joining.complete([long], sinks=[sink]))
+        while not running.is_set():
+            await asyncio.sleep(0.02)
+        short = (await joining.complete([SHORT]))[0]
+        tokens_when_short_ended = len(seen)
+        long_done_then = long_task.done()
+        (long_done,) = await long_task
+        return solo, short, tokens_when_short_ended, long_done_then, long_done
+
+    solo, short, at, long_done_then, long_done = asyncio.run(main())
+    assert long_done.completion_tokens == 300, long_done  # it ran to its max_tokens
+    assert not long_done_then and 20 <= at < 100, at  # the short one ended some steps after joining, long before 300
+    assert short.text == solo.text and short.completion_tokens == solo.completion_tokens == 4
+    assert joining.counters.completed >= 3
+
+
+def test_greedy_rows_that_decode_together_are_the_tokens_generate_gives(joining: TransformersBackend,
+                                                                       embedded_model: tuple, gsm8k_questions: list[str],
+                                                                       cot_request) -> None:
+    requests = [cot_request(q, max_tokens=24) for q in gsm8k_questions] + [SHORT]
+    padded = TransformersBackend.from_loaded(*embedded_model, mode="generate", threads=1).complete_sync(requests)
+
+    async def together() -> list:
+        return list(await asyncio.gather(*(joining.complete([r]) for r in requests)))
+
+    joined = [c for (c,) in asyncio.run(together())]
+    assert [c.text for c in joined] == [c.text for c in padded]
+    assert [c.raw["token_ids"] for c in joined] == [c.raw["token_ids"] for c in padded]
+    assert [c.finish_reason for c in joined] == [c.finish_reason for c in padded]
+
+
+def test_stop_strings_and_a_client_that_leaves_end_a_row_at_once(joining: TransformersBackend) -> None:
+    (counted,) = joining.complete_sync([Request(prompt="Count: 1, 2, 3,", max_tokens=40, temperature=0, stop=(" 7",))])
+    assert counted.text == " 4, 5, 6," and counted.finish_reason == "stop" and counted.completion_tokens < 12
+    got: list[int] = []
+    before = joining.counters.cancelled
+
+    def leaves(token: int) -> bool:  # a streaming client that goes away after 3 tokens
+        got.append(token)
+        return len(got) < 3
+
+    (left,) = asyncio.run(joining.complete([Request(messages=ESSAY, max_tokens=200, temperature=0)], sinks=[leaves]))
+    assert len(got) == 3 and left.completion_tokens == 3 and joining.counters.cancelled == before + 1
+
+
+def test_ctrl_c_stops_every_joined_row(joining: TransformersBackend) -> None:
+    """A Ctrl-C (or serve-model's shutdown limit) cancels the rows in the running batch: each caller gets
+    Interrupted, not a wait for 300 tokens; the batch takes requests again afterwards."""
+    started = threading.Event()
+
+    def sink(token: int) -> bool:
+        started.set()
+        return True
+
+    def stop_when_decoding() -> None:
+        if started.wait(600):
+            interrupt.request_stop()
+
+    stopper = threading.Thread(target=stop_when_decoding)
+    stopper.start()
+    requests = [Request(messages=ESSAY, max_tokens=300, temperature=0)] * 2
+    with interrupt.graceful_sigint(), pytest.raises(Interrupted) as stopped:  # graceful_sigint clears the stop at its end
+        asyncio.run(joining.complete(requests, sinks=[sink, None]))
+    stopper.join()
+    assert stopped.value.completions == {}  # neither row had finished
+    assert not interrupt.requested()
+    (again,) = joining.complete_sync([SHORT])
+    assert again.completion_tokens == 4
