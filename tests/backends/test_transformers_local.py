@@ -213,14 +213,49 @@ def test_threads_option_sets_torch_cpu_threads(embedded_model, gsm8k_questions: 
         torch.set_num_threads(before)
 
 
-def test_auto_threads_leaves_busy_cores_alone():
-    from thoughtsource.backends.transformers_local import TransformersOptions, auto_threads
+def test_threads_auto_takes_the_count_that_measured_fastest():
+    """The choice follows the measured times, not the core count: where 2 threads run the step slower (a busy machine)
+    it is 1, where they run it faster it is 2; 4 % faster is not worth a thread; a load change of a core re-measures."""
+    from thoughtsource.backends.cpu_threads import MeasuredThreads, fastest
+    from thoughtsource.backends.transformers_local import TransformersOptions
 
-    assert [auto_threads(2, load) for load in (0.1, 0.6, 1.0, 5.0)] == [2, 1, 1, 1]
-    assert auto_threads(8, 3.4) == 5 and auto_threads(1, 0.0) == 1
+    def machine(cost: dict[int, float]) -> MeasuredThreads:
+        now, threads = [0.0], [1]
+
+        def step() -> None:
+            now[0] += cost[threads[0]]
+
+        return MeasuredThreads(step, cap=len(cost), set_threads=lambda n: threads.__setitem__(0, n), clock=lambda: now[0])
+
+    busy = machine({1: 0.020, 2: 0.031})
+    assert busy.choose(load=5.0, now=0) == 1 and busy.timings == pytest.approx({1: 0.020, 2: 0.031})
+    assert machine({1: 0.020, 2: 0.012}).choose(load=0.1, now=0) == 2
+    assert fastest({1: 0.0200, 2: 0.0193}) == 1 and fastest({1: 0.02, 2: 0.012, 3: 0.0121}) == 2
+    idle = machine({1: 0.020, 2: 0.012})
+    assert idle.choose(load=0.1, now=0) == 2
+    idle.step = lambda: None  # what measure() would see now is not consulted until a re-measure is due
+    assert idle.choose(load=0.5, now=100) == 2 and idle.choose(load=3.0, now=30) == 2  # a small move; too soon
+    assert idle.choose(load=3.0, now=200) == 1  # measured again: now every count takes the same time
+    assert MeasuredThreads(lambda: None, cap=1).choose() == 1
     assert TransformersOptions().threads == "auto"
     with pytest.raises(ValueError, match="threads must be >= 1"):
         TransformersOptions(threads=0)
+
+
+def test_threads_auto_times_the_model_itself(embedded_model, cot_request, gsm8k_questions, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    before = torch.get_num_threads()
+    try:
+        b = TransformersBackend.from_loaded(*embedded_model, threads="auto")
+        assert b.thread_timings == {}
+        (out,) = b.generate([cot_request(gsm8k_questions[0], max_tokens=2)])
+        timings = b.thread_timings
+        assert out.completion_tokens > 0 and set(timings) == {1, 2} and all(0 < s < 60 for s in timings.values())
+        assert torch.get_num_threads() == min(n for n, s in timings.items() if s <= min(timings.values()) * 1.05)
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("mode", ["prefix", "generate", "static", "continuous", "graph"])

@@ -113,3 +113,26 @@ def test_shutdown_stops_the_requests_in_flight_with_a_clean_error(tmp_path):
     assert isinstance(events, list) and events[-1] == "[DONE]"
     assert json.loads(events[-2])["error"]["code"] == "server_shutting_down"
     assert "Traceback" not in log.read_text(), log.read_text()
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", ""])
+def test_threads_takes_a_count_or_auto_and_refuses_anything_else(value: str) -> None:
+    r = run_cli("serve-model", "--threads", value, "--port", "0")
+    assert r.returncode == 2 and "a number of threads (1 or more) or auto" in r.stderr, r.stderr
+
+
+def test_threads_auto_and_continuous_batching_are_what_serve_model_asks_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto (the default) is passed on as measured threads; --mode auto means continuous batching on every device."""
+    import thoughtsource.backends.server as server
+
+    made: dict = {}
+
+    def capture(model: str, **options) -> None:
+        made.update(options, model=model)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(server, "make_backend", capture)
+    for args, threads, mode in ([], "auto", "continuous"), (["--threads", "3", "--mode", "prefix"], 3, "prefix"):
+        made.clear()
+        run_cli("serve-model", "--port", "0", *args)
+        assert (made["threads"], made["mode"], made["device"]) == (threads, mode, None), made

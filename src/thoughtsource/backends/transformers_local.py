@@ -42,7 +42,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -58,6 +57,7 @@ from ..interrupt import Interrupted
 from ..paths import cache_dir
 from .base import Completion, Request, extra_params
 from .counters import Counters, loop_state, request_seed
+from .cpu_threads import MeasuredThreads, thread_cap
 from .joinable_batch import JoinableBatch
 from .prompt_tokens import prompt_token_ids
 
@@ -96,8 +96,8 @@ class TransformersOptions(BaseModel):
     threads: int | Literal["auto"] | None = Field(
         default="auto",
         description="torch CPU threads while generating on the CPU (torch.set_num_threads, process-wide). 'auto': the "
-        "cores the load average leaves free, at least 1, at most $OMP_NUM_THREADS (on a busy 2-core machine 1 thread generated 10% faster than 2; "
-        "docs/benchmarks.md); None: torch's default (OMP_NUM_THREADS, else every core).",
+        "count whose forward pass measured fastest here, from 1 to the cores or $OMP_NUM_THREADS, measured again when "
+        "the load moves (backends/cpu_threads.py); None: torch's default (OMP_NUM_THREADS, else every core).",
     )
 
     @field_validator("threads")
@@ -106,21 +106,6 @@ class TransformersOptions(BaseModel):
         if isinstance(v, int) and v < 1:
             raise ValueError("threads must be >= 1, 'auto' or None")
         return v
-
-
-def auto_threads(cores: int | None = None, load: float | None = None) -> int:
-    """Threads for CPU generation: the cores the 1-minute load average leaves free, at least 1, at most all.
-
-    Measured on a 2-core machine under load 5-7 (benchmarks/bench_threads.py): 1 thread 21.2-22.7 s, 2 threads
-    23.5-25.1 s for the same 8 CoTs; extra threads only help when cores are idle.
-    """
-    cores = cores or os.cpu_count() or 1
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except OSError:  # not available on this platform
-            return cores
-    return max(1, min(cores, round(cores - load)))
 
 
 @dataclass
@@ -167,6 +152,7 @@ class TransformersBackend:
         self._graph_decoder: Any = None  # mode graph: its buffers and CUDA graphs, kept between calls
         self._joinable: JoinableBatch | None = None  # mode continuous: the running batch requests join
         self._joinable_lock = threading.Lock()
+        self._threads: MeasuredThreads | None = None  # threads='auto': the measured choice
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, name: str | None = None, **options: Any) -> TransformersBackend:
@@ -341,7 +327,7 @@ class TransformersBackend:
             return stop_index(text, request.stop) is not None
 
         t0 = time.monotonic()
-        self._apply_threads()
+        await asyncio.to_thread(self._apply_threads)  # threads='auto' may time the model first
         try:
             ids = await asyncio.wrap_future(self._joinable_batch().submit(
                 row.ids, request.max_tokens, temperature=request.temperature, top_p=request.top_p,
@@ -473,19 +459,33 @@ class TransformersBackend:
         return cut
 
     def _apply_threads(self) -> None:
-        """``torch.set_num_threads`` before a CPU generate, per the ``threads`` option."""
+        """``torch.set_num_threads`` before a CPU generate, per the ``threads`` option ('auto': measured)."""
         if self.options.threads is None or not self.device.startswith("cpu"):
             return
         import torch
 
         if self.options.threads == "auto":
-            omp = os.environ.get("OMP_NUM_THREADS", "")
-            n = min(auto_threads(), int(omp)) if omp.isdigit() and int(omp) > 0 else auto_threads()  # a cap set by hand wins
+            if self._threads is None:
+                self._threads = MeasuredThreads(self._forward_step, thread_cap())
+            n = self._threads.choose()
         else:
             n = int(self.options.threads)
         if torch.get_num_threads() != n:
             torch.set_num_threads(n)
             log.debug("torch CPU threads: %d (option %s)", n, self.options.threads)
+
+    @property
+    def thread_timings(self) -> dict[int, float]:
+        """threads='auto': seconds of one forward pass at each thread count, as last measured ({} before)."""
+        return dict(self._threads.timings) if self._threads is not None else {}
+
+    def _forward_step(self) -> None:
+        """What threads='auto' times: one forward pass of 4 rows of 16 tokens (a small batch being decoded)."""
+        import torch
+
+        with torch.inference_mode():
+            ids = torch.full((4, 16), self._tokenizer.eos_token_id or 0, device=self.device)
+            self._model(input_ids=ids)
 
     def _row(self, request: Request) -> _Row:
         tok = self._tokenizer

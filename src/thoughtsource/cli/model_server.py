@@ -17,6 +17,12 @@ class Mode(str, Enum):
     prefix = "prefix"
 
 
+def _threads(value: str) -> str:
+    if value == "auto" or (value.isdigit() and int(value) >= 1):
+        return value
+    raise typer.BadParameter(f"{value!r}: a number of threads (1 or more) or auto")
+
+
 def serve_model(
     model: str = typer.Option("embedded", "--model", help="'embedded' (SmolLM2-135M-Instruct), a model folder or cached hub id."),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
@@ -27,7 +33,9 @@ def serve_model(
     mode: Mode = typer.Option(Mode.auto, "--mode", help="auto: continuous (a request joins the running batch at its next "
                               "decoding step); prefix: shared prompt prefixes decoded once, a batch at a time."),
     max_tokens: int = typer.Option(256, "--max-tokens", help="Default max_tokens of requests that give none."),
-    threads: int | None = typer.Option(None, "--threads", min=1, help="torch CPU threads while generating \\[default: the backend's]."),
+    threads: str = typer.Option("auto", "--threads", callback=_threads,
+                                help="torch CPU threads while generating: a number, or auto (the count whose forward "
+                                "pass measures fastest here, measured again when the load moves)."),
     api_key: str | None = typer.Option(None, "--api-key", envvar="THOUGHTSOURCE_API_KEY", show_default=False,
                                        help="Clients must send 'Authorization: Bearer KEY' (a wrong or missing key: 401); "
                                        "without it, listening beyond 127.0.0.1 is warned about."),
@@ -45,10 +53,10 @@ def serve_model(
         require(module, extra="serve,models", purpose="serve-model")
     from ..backends.server import make_backend, serve
 
-    options = {"threads": threads} if threads is not None else {}
     # a server's requests arrive while others decode: auto is continuous batching on every device
     backend = make_backend(model, batch_size=batch_size, device=device,
-                           mode="continuous" if mode is Mode.auto else mode.value, **options)
+                           mode="continuous" if mode is Mode.auto else mode.value,
+                           threads=threads if threads == "auto" else int(threads))
     serve(backend, served_model_name or model, host=host, port=port, default_max_tokens=max_tokens, api_key=api_key,
           shutdown_timeout=shutdown_timeout)
 
