@@ -60,6 +60,7 @@ from ..errors import BackendError, ThoughtSourceError
 from ..interrupt import Interrupted, request_stop
 from ..listen import MODEL_SERVER_PORT, bind
 from .base import Backend, Completion, Request
+from .score_batch import ScoreBatcher
 from .server_guard import Guard, Metrics
 
 log = logging.getLogger(__name__)
@@ -387,6 +388,8 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
+        if batcher is not None:
+            await batcher.close()
         await backend.aclose()
 
     app = FastAPI(title="thoughtsource model server", version="1", lifespan=lifespan)
@@ -462,6 +465,12 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
                                f"reduce the length of the {param} or completion.", param, "context_length_exceeded")
 
     async def run(requests: list[Request], echo_only: bool, sinks: list[Any] | None = None) -> list[Completion]:
+        ids_of = getattr(backend, "prompt_ids", None)
+        if echo_only and callable(ids_of):  # max_tokens 0 (lm-eval's log-likelihoods): the prompt only, nothing decoded
+            prompts = await asyncio.to_thread(lambda: [ids_of(r) for r in requests])
+            metrics.generated(sum(len(ids) for ids in prompts), 0)
+            return [Completion(text="", prompt_tokens=len(ids), completion_tokens=0, finish_reason="length",
+                               raw={"prompt_ids": ids, "token_ids": [], "stop_reason": None}) for ids in prompts]
         metrics.queued(len(requests))
         try:
             out = await (cast(_StreamingBackend, backend).complete(requests, sinks=sinks) if sinks else backend.complete(requests))
@@ -498,12 +507,22 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
         finally:
             watcher.cancel()
 
+    batch_scorer = getattr(backend, "token_logprobs_batch", None)
+    batcher = ScoreBatcher(batch_scorer, on_pass=metrics.scored) if callable(batch_scorer) else None
+
+    async def score(ids: list[int], top: int, param: str) -> Any:
+        """Per token of ``ids``: (logprob, top ids); scored with whatever else waits (:mod:`.score_batch`)."""
+        b = scorer(param)
+        if batcher is not None:
+            return await batcher.score(ids, top)
+        return await asyncio.to_thread(b.token_logprobs, ids, top)
+
     async def scored(c: Completion, top: int, echo: bool) -> tuple[list[str], list[Any], dict[int, str]]:
         """(token names, [(logprob, [(id, logprob)])], names of the top ids) of the completion's tokens, the prompt's
         first with echo."""
         b = scorer("logprobs")
         prompt_ids, gen = list(c.raw["prompt_ids"]), list(c.raw["token_ids"])
-        values = await asyncio.to_thread(b.token_logprobs, prompt_ids + gen, top)
+        values = await score(prompt_ids + gen, top, "logprobs")
         first = 0 if echo else len(prompt_ids)
         values = values[first:]
         alt_ids = sorted({i for _, alts in values for i, _ in alts})
@@ -558,7 +577,7 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
         most likely ids at that place, each with its text."""
         b = scorer("prompt_logprobs")
         ids = list(c.raw["prompt_ids"])
-        values = await asyncio.to_thread(b.token_logprobs, ids, top)
+        values = await score(ids, top, "prompt_logprobs")
         known = sorted(set(ids) | {i for _, alts in values for i, _ in alts})
         names = dict(zip(known, b.decode_tokens(known), strict=True))
         out: list[dict[str, Any] | None] = [None]
@@ -763,7 +782,9 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
         echo_only = body.max_new(default_max_tokens) == 0
 
         async def extras_of(out: list[Completion]) -> list[dict[str, Any]]:
-            return [{"logprobs": await chat_logprobs(c, body.top_logprobs or 0) if body.logprobs else None} for c in out]
+            if not body.logprobs:
+                return [{"logprobs": None} for _ in out]
+            return [{"logprobs": lp} for lp in await asyncio.gather(*(chat_logprobs(c, body.top_logprobs or 0) for c in out))]
 
         rid = f"chatcmpl-{uuid.uuid4().hex}"
         if body.stream:
@@ -796,12 +817,14 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
                   for r in requests]
 
         async def extras_of(out: list[Completion]) -> list[dict[str, Any]]:
-            extras: list[dict[str, Any]] = [
-                {"logprobs": await completion_logprobs(c, body.logprobs, body.echo) if body.logprobs is not None else None}
-                for c in out]
+            top = body.logprobs
+            logprobs = await asyncio.gather(*(completion_logprobs(c, top, body.echo) for c in out)) if top is not None \
+                else [None] * len(out)  # the choices scored together (score_batch.py)
+            extras: list[dict[str, Any]] = [{"logprobs": lp} for lp in logprobs]
             if body.prompt_logprobs is not None:  # vLLM's place for them in a completion: each choice
-                for extra, c in zip(extras, out, strict=True):
-                    extra["prompt_logprobs"] = await prompt_logprobs(c, body.prompt_logprobs)
+                for extra, lps in zip(extras, await asyncio.gather(*(prompt_logprobs(c, body.prompt_logprobs)
+                                                                      for c in out)), strict=True):
+                    extra["prompt_logprobs"] = lps
             return extras
 
         rid = f"cmpl-{uuid.uuid4().hex}"

@@ -34,6 +34,7 @@ class Metrics:
         self.sums: dict[str, float] = defaultdict(float)
         self.counts: dict[str, int] = defaultdict(int)
         self.rows = 0  # handed to the model, not finished
+        self.scored_rows = self.score_passes = 0  # token lists scored (logprobs, echo) and the forward passes doing it
 
     def path(self, raw: str) -> str:
         return raw if raw in self.paths else "other"
@@ -55,6 +56,12 @@ class Metrics:
         with self.lock:
             self.prompt_tokens += prompt_tokens
             self.generation_tokens += generation_tokens
+
+    def scored(self, rows: int) -> None:
+        """One forward pass scored ``rows`` token lists."""
+        with self.lock:
+            self.scored_rows += rows
+            self.score_passes += 1
 
     def render(self) -> str:
         lines: list[str] = []
@@ -80,6 +87,11 @@ class Metrics:
             lines.append(f"thoughtsource_prompt_tokens_total {self.prompt_tokens}")
             metric("thoughtsource_generation_tokens_total", "counter", "Tokens the model generated for the answers.")
             lines.append(f"thoughtsource_generation_tokens_total {self.generation_tokens}")
+            metric("thoughtsource_scored_rows_total", "counter", "Token lists scored for logprobs, echo and prompt_logprobs.")
+            lines.append(f"thoughtsource_scored_rows_total {self.scored_rows}")
+            metric("thoughtsource_score_forward_passes_total", "counter",
+                   "Forward passes that scored them (rows of concurrent requests share one).")
+            lines.append(f"thoughtsource_score_forward_passes_total {self.score_passes}")
         return "\n".join(lines) + "\n"
 
 

@@ -676,22 +676,52 @@ class TransformersBackend:
 
     def token_logprobs(self, ids: list[int], top: int = 0) -> list[tuple[float | None, list[tuple[int, float]]]]:
         """Per token of ``ids``: its log-probability given the tokens before it (None for the first) and the ``top``
-        most likely tokens at that place with theirs, from one forward pass in float32 log-softmax (as lm-eval's
-        ``hf`` model scores)."""
+        most likely tokens at that place with theirs, in float32 log-softmax (as lm-eval's ``hf`` model scores)."""
+        return self.token_logprobs_batch([ids], top)[0]
+
+    def token_logprobs_batch(self, batch: list[list[int]], top: int = 0) -> list[list[tuple[float | None, list[tuple[int, float]]]]]:
+        """:meth:`token_logprobs` of every token list in ``batch`` from one forward pass, the lists padded on the right
+        (a causal model's positions start at 0 either way, and no real token attends to the padding).
+
+        A list's scores need the model's output at every token but its last; where those tokens begin another list
+        (the choices of one multiple-choice question: the same context, a different last token), the longer one's
+        forward pass serves both, as lm-eval's ``hf`` model shares them."""
         import torch
 
-        model, _ = self.load()
-        if not ids:
-            return []
+        model, tok = self.load()
+        out: list[list[tuple[float | None, list[tuple[int, float]]]]] = [[] for _ in batch]
+        rows = [i for i, ids in enumerate(batch) if ids]
+        if not rows:
+            return out
+        inputs = sorted({tuple(batch[i][:-1]) for i in rows}, key=len, reverse=True)
+        carriers: list[tuple[int, ...]] = []  # the inputs that begin no longer one: each gets a row of the pass
+        for x in inputs:
+            if not any(c[: len(x)] == x for c in carriers):
+                carriers.append(x)
+        width = max(1, max(len(c) for c in carriers))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        input_ids = torch.full((len(carriers), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(carriers), width), dtype=torch.long)
+        for r, c in enumerate(carriers):
+            input_ids[r, : len(c)] = torch.tensor(c, dtype=torch.long)
+            mask[r, : len(c)] = 1
+        logp_of: dict[tuple[int, int], Any] = {}
         with self._lock, torch.inference_mode():
-            logits = model(input_ids=torch.tensor([ids], device=self.device)).logits[0, :-1].float()
-        logp = torch.log_softmax(logits, dim=-1)
-        chosen = logp.gather(1, torch.tensor(ids[1:], device=logp.device)[:, None])[:, 0].tolist()
-        tops: list[list[tuple[int, float]]] = [[] for _ in chosen]
-        if top > 0:
-            values, indices = logp.topk(min(top, logp.shape[-1]), dim=-1)
-            tops = [list(zip(i, v, strict=True)) for i, v in zip(indices.tolist(), values.tolist(), strict=True)]
-        return [(None, []), *zip(chosen, tops, strict=True)]
+            logits = model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            for i in rows:
+                ids = batch[i]
+                n = len(ids) - 1
+                carrier = next(r for r, c in enumerate(carriers) if c[:n] == tuple(ids[:-1]))
+                if (carrier, n) not in logp_of:
+                    logp_of[carrier, n] = torch.log_softmax(logits[carrier, :n].float(), dim=-1)
+                logp = logp_of[carrier, n]
+                chosen = logp.gather(1, torch.tensor(ids[1:], device=logp.device)[:, None])[:, 0].tolist()
+                tops: list[list[tuple[int, float]]] = [[] for _ in chosen]
+                if top > 0:
+                    values, indices = logp.topk(min(top, logp.shape[-1]), dim=-1)
+                    tops = [list(zip(k, v, strict=True)) for k, v in zip(indices.tolist(), values.tolist(), strict=True)]
+                out[i] = [(None, []), *zip(chosen, tops, strict=True)]
+        return out
 
     def decode_tokens(self, ids: list[int]) -> list[str]:
         """Each token's own text (special tokens included), as logprobs name them."""
@@ -727,8 +757,12 @@ class TransformersBackend:
 
     def prompt_tokens(self, request: Request) -> int:
         """How many tokens the model is fed for ``request``'s prompt (chat template applied)."""
+        return len(self.prompt_ids(request))
+
+    def prompt_ids(self, request: Request) -> list[int]:
+        """The token ids the model is fed for ``request``'s prompt (chat template applied), as generate feeds them."""
         self.load()
-        return len(self._row(request).ids)
+        return self._row(request).ids
 
     def max_context(self) -> int | None:
         """The model's context length (max_position_embeddings), None when its config does not say."""
