@@ -5,7 +5,8 @@
 The task is CommonsenseQA (``../shared/data/commonsense_qa/dev_rand_split.jsonl``, a local task YAML, no hub): each
 question's five choices are scored by log-likelihood, ``--limit`` questions = 5 x limit scoring requests.  For each
 batch size B: lm-eval's ``hf`` model (``HFLM(batch_size=B)``, in process) and ``local-completions`` against a real
-serve-model server in a thread of this process (``run_model_server``, the embedded SmolLM2; ``batch_size=B`` prompts a
+serve-model server in a thread of this process (``run_model_server`` on a backend that loads its own copy of the
+embedded SmolLM2, as serve-model does; ``batch_size=B`` prompts a
 request, ``echo`` + ``logprobs``, token-id prompts as lm-eval sends them by default).  One torch thread each.
 
 Prints seconds per run, server / hf (issue 45's target: within 1.5x), the accuracy of each and the largest log-likelihood
@@ -77,7 +78,7 @@ def main() -> None:
     (folder / "ts_commonsense_qa.yaml").write_text(MC_TASK.format(data=DATA))
     tasks = TaskManager(include_path=str(folder))
     model, tok = load_model()
-    backend = TransformersBackend.from_loaded(model, tok, name="embedded", threads=1)
+    backend = TransformersBackend("embedded", device="cpu", threads=1)  # its own copy, as serve-model loads it
     print(f"{'batch':>5} {'hf s':>8} {'server s':>9} {'server/hf':>10} {'acc hf':>7} {'acc srv':>8} {'max |dLL|':>10}")
     with run_model_server(backend, served_model_name="smol") as server:
         for b in (int(x) for x in args.batch_sizes.split(",")):

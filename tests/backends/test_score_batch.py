@@ -115,3 +115,34 @@ def test_the_choices_of_one_question_share_one_row_of_the_forward_pass(embedded_
         want = backend.token_logprobs(ids, 2)
         assert [lp for lp, _ in row] == pytest.approx([lp for lp, _ in want], abs=1e-4)
         assert [[i for i, _ in a] for _, a in row] == [[i for i, _ in a] for _, a in want]
+
+
+def test_a_served_model_scores_a_questions_choices_sent_one_at_a_time_with_one_pass(embedded_model):
+    """serve-model's own model (loaded by the backend, trained by no one) keeps its last passes: lm-eval's
+    local-completions sends a question's choices one request each (batch_size 1), and only the first runs the model.
+    A model handed in (STaR's, trained between calls) keeps nothing."""
+    _, tok = embedded_model
+    context = tok("Question: what do cows drink?\nAnswer:")["input_ids"]
+    choices = [tok(w)["input_ids"][:1] for w in (" water", " milk", " tea")]
+    owned = TransformersBackend("embedded", device="cpu", threads=1)
+    model, _ = owned.load()
+    passes: list[tuple] = []
+    hook = model.register_forward_hook(lambda _m, args, kwargs, _out: passes.append(tuple(kwargs["input_ids"].shape)),
+                                       with_kwargs=True)
+    try:
+        got = [owned.token_logprobs(context + c, 1) for c in choices]
+    finally:
+        hook.remove()
+    assert passes == [(1, len(context))]
+    lent = TransformersBackend.from_loaded(*embedded_model)
+    for c, row in zip(choices, got, strict=True):
+        assert [lp for lp, _ in row] == pytest.approx([lp for lp, _ in lent.token_logprobs(context + c, 1)], abs=1e-4)
+    counted: list[int] = []
+    hook = embedded_model[0].register_forward_hook(lambda *_: counted.append(1))
+    try:
+        for c in choices:
+            lent.token_logprobs(context + c, 1)
+    finally:
+        hook.remove()
+    assert len(counted) == len(choices)
+    asyncio.run(owned.aclose())

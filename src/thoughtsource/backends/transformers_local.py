@@ -44,6 +44,7 @@ import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,9 @@ from .joinable_batch import JoinableBatch
 from .prompt_tokens import prompt_token_ids
 
 log = logging.getLogger(__name__)
+
+#: the log-probabilities of recent scoring passes kept for the next requests (owned models only)
+SCORE_CACHE_BYTES = 256 * 2**20
 
 Mode = Literal["auto", "generate", "continuous", "static", "prefix", "graph"]
 #: a streamed row's receiver: called with each generated token id as it is chosen; False stops the row
@@ -153,6 +157,7 @@ class TransformersBackend:
         self._joinable: JoinableBatch | None = None  # mode continuous: the running batch requests join
         self._joinable_lock = threading.Lock()
         self._threads: MeasuredThreads | None = None  # threads='auto': the measured choice
+        self._score_cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()  # token_logprobs_batch's last passes
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, name: str | None = None, **options: Any) -> TransformersBackend:
@@ -256,6 +261,7 @@ class TransformersBackend:
                 await state.worker
         with self._lock:
             self._graph_decoder = None  # its static caches and CUDA graphs hold GPU memory and the model
+            self._score_cache.clear()
         with self._joinable_lock:
             joinable, self._joinable = self._joinable, None
         if joinable is not None:
@@ -685,7 +691,9 @@ class TransformersBackend:
 
         A list's scores need the model's output at every token but its last; where those tokens begin another list
         (the choices of one multiple-choice question: the same context, a different last token), the longer one's
-        forward pass serves both, as lm-eval's ``hf`` model shares them."""
+        forward pass serves both, as lm-eval's ``hf`` model shares them.  On a model this backend loaded (one that
+        no one trains meanwhile: serve-model's), the outputs of the last passes are kept (:data:`SCORE_CACHE_BYTES`),
+        so the choices of a question sent one request each are scored by one pass too."""
         import torch
 
         model, tok = self.load()
@@ -693,28 +701,34 @@ class TransformersBackend:
         rows = [i for i, ids in enumerate(batch) if ids]
         if not rows:
             return out
-        inputs = sorted({tuple(batch[i][:-1]) for i in rows}, key=len, reverse=True)
-        carriers: list[tuple[int, ...]] = []  # the inputs that begin no longer one: each gets a row of the pass
-        for x in inputs:
-            if not any(c[: len(x)] == x for c in carriers):
-                carriers.append(x)
-        width = max(1, max(len(c) for c in carriers))
-        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-        input_ids = torch.full((len(carriers), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(carriers), width), dtype=torch.long)
-        for r, c in enumerate(carriers):
-            input_ids[r, : len(c)] = torch.tensor(c, dtype=torch.long)
-            mask[r, : len(c)] = 1
-        logp_of: dict[tuple[int, int], Any] = {}
         with self._lock, torch.inference_mode():
-            logits = model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            cached = self._score_cache if self._owns_model else {}
+            known = list(cached.items())
+
+            def found(x: tuple[int, ...]) -> Any:
+                return next((logp for c, logp in known if c[: len(x)] == x and len(c) >= len(x)), None)
+
+            inputs = sorted({tuple(batch[i][:-1]) for i in rows if found(tuple(batch[i][:-1])) is None}, key=len, reverse=True)
+            carriers: list[tuple[int, ...]] = []  # the inputs that begin no longer one: each gets a row of the pass
+            for x in inputs:
+                if not any(c[: len(x)] == x for c in carriers):
+                    carriers.append(x)
+            if carriers:
+                width = max(1, max(len(c) for c in carriers))
+                pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+                input_ids = torch.full((len(carriers), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(carriers), width), dtype=torch.long)
+                for r, c in enumerate(carriers):
+                    input_ids[r, : len(c)] = torch.tensor(c, dtype=torch.long)
+                    mask[r, : len(c)] = 1
+                logits = model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
+                fresh = [(c, torch.log_softmax(logits[r, : len(c)].float(), dim=-1)) for r, c in enumerate(carriers)]
+                known = fresh + known
+                if self._owns_model:
+                    self._keep_scores(fresh)
             for i in rows:
                 ids = batch[i]
-                n = len(ids) - 1
-                carrier = next(r for r, c in enumerate(carriers) if c[:n] == tuple(ids[:-1]))
-                if (carrier, n) not in logp_of:
-                    logp_of[carrier, n] = torch.log_softmax(logits[carrier, :n].float(), dim=-1)
-                logp = logp_of[carrier, n]
+                logp = found(tuple(ids[:-1]))[: len(ids) - 1]
                 chosen = logp.gather(1, torch.tensor(ids[1:], device=logp.device)[:, None])[:, 0].tolist()
                 tops: list[list[tuple[int, float]]] = [[] for _ in chosen]
                 if top > 0:
@@ -722,6 +736,16 @@ class TransformersBackend:
                     tops = [list(zip(k, v, strict=True)) for k, v in zip(indices.tolist(), values.tolist(), strict=True)]
                 out[i] = [(None, []), *zip(chosen, tops, strict=True)]
         return out
+
+    def _keep_scores(self, fresh: list[tuple[tuple[int, ...], Any]]) -> None:
+        """Keep the newest passes' log-probabilities, the oldest dropped past SCORE_CACHE_BYTES (under self._lock)."""
+        for c, logp in fresh:
+            self._score_cache[c] = logp
+            self._score_cache.move_to_end(c)
+        size = sum(v.numel() * v.element_size() for v in self._score_cache.values())
+        while self._score_cache and size > SCORE_CACHE_BYTES:
+            _, old = self._score_cache.popitem(last=False)
+            size -= old.numel() * old.element_size()
 
     def decode_tokens(self, ids: list[int]) -> list[str]:
         """Each token's own text (special tokens included), as logprobs name them."""
