@@ -59,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..errors import BackendError, ThoughtSourceError
 from ..interrupt import Interrupted, request_stop
 from ..listen import MODEL_SERVER_PORT, bind
-from .base import Backend, Completion, Request
+from .base import Backend, Completion, Request, extra_params
 from .score_batch import ScoreBatcher
 from .server_guard import Guard, Metrics
 
@@ -471,6 +471,12 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
             metrics.generated(sum(len(ids) for ids in prompts), 0)
             return [Completion(text="", prompt_tokens=len(ids), completion_tokens=0, finish_reason="length",
                                raw={"prompt_ids": ids, "token_ids": [], "stop_reason": None}) for ids in prompts]
+        next_token = getattr(backend, "next_token_completions", None)
+        if callable(next_token) and not sinks and all(
+                r.max_tokens == 1 and r.temperature == 0 and not extra_params(r) for r in requests):
+            out = await asyncio.to_thread(next_token, requests)  # one greedy token: from a scoring pass (lm-eval's)
+            metrics.generated(sum(c.prompt_tokens for c in out), sum(c.completion_tokens for c in out))
+            return out
         metrics.queued(len(requests))
         try:
             out = await (cast(_StreamingBackend, backend).complete(requests, sinks=sinks) if sinks else backend.complete(requests))
@@ -491,8 +497,9 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
 
     async def run_watched(requests: list[Request], echo_only: bool, http: HttpRequest) -> list[Completion]:
         """run() for a non-streamed answer: a client that leaves (a timeout) stops its rows at their next token (not in
-        the continuous and graph modes, which hand their tokens back only at the end)."""
-        if not live(echo_only, False) or getattr(backend, "mode", "") in ("continuous", "graph"):
+        the graph mode, which hands its tokens back only at the end)."""
+        if not live(echo_only, False) or getattr(backend, "mode", "") == "graph" \
+                or all(r.max_tokens <= 1 for r in requests):  # one token: nothing to stop early
             return await run(requests, echo_only)
         left = threading.Event()
 

@@ -737,6 +737,20 @@ class TransformersBackend:
                 out[i] = [(None, []), *zip(chosen, tops, strict=True)]
         return out
 
+    def next_token_completions(self, requests: list[Request]) -> list[Completion]:
+        """Greedy one-token completions from a scoring pass: the most likely next token of each prompt (what
+        ``generate`` with temperature 0 and max_tokens 1 gives).  lm-eval's log-likelihood requests ask for one token
+        with echo and logprobs; scored this way the prompt runs once, the scores of prompt and token come from the same
+        pass (kept on a model the backend loaded)."""
+        self.load()
+        rows = [self._row(r) for r in requests]
+        t0 = time.monotonic()
+        scores = self.token_logprobs_batch([[*row.ids, 0] for row in rows], top=1)  # the last place: the next token
+        latency = time.monotonic() - t0
+        completions = [self._finish(row, [s[-1][1][0][0]], latency) for row, s in zip(rows, scores, strict=True)]
+        self._count(completions)
+        return completions
+
     def _keep_scores(self, fresh: list[tuple[tuple[int, ...], Any]]) -> None:
         """Keep the newest passes' log-probabilities, the oldest dropped past SCORE_CACHE_BYTES (under self._lock)."""
         for c, logp in fresh:
