@@ -111,3 +111,34 @@ def test_ctrl_c_stops_every_joined_row(joining: TransformersBackend) -> None:
     assert not interrupt.requested()
     (again,) = joining.complete_sync([SHORT])
     assert again.completion_tokens == 4
+
+
+def test_over_http_a_short_chat_request_ends_while_a_long_stream_goes_on(joining: TransformersBackend) -> None:
+    """serve-model's path: chat requests (with the chat template's add_generation_prompt, as clients send it) on the
+    server's own model; the short answer comes back while the long stream still has most of its chunks to send."""
+    import json
+
+    import httpx
+
+    from thoughtsource.backends.server import run_model_server
+
+    with run_model_server(joining, served_model_name="smol") as server, \
+            httpx.Client(base_url=server.base_url, timeout=600) as client:
+        body = {"model": "smol", "messages": list(ESSAY), "max_tokens": 300, "temperature": 0, "stream": True,
+                "add_generation_prompt": True}
+        with client.stream("POST", "/chat/completions", json=body) as stream:
+            lines = stream.iter_lines()
+            chunks = 0
+            for line in lines:
+                if line.startswith("data: {"):
+                    chunks += 1
+                if chunks >= 20:
+                    break
+            with httpx.Client(base_url=server.base_url, timeout=600) as other:
+                short = other.post("/chat/completions", json={
+                    "model": "smol", "messages": [{"role": "user", "content": "What is 2+2?"}], "max_tokens": 4,
+                    "temperature": 0, "add_generation_prompt": True})
+            assert short.status_code == 200 and short.json()["usage"]["completion_tokens"] == 4, short.text
+            after = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+    assert len(after) > 100, len(after)  # the long row was still decoding when the short one ended
+    assert after[-1]["choices"][0]["finish_reason"] == "length"

@@ -56,6 +56,15 @@ def extra_params(request: Request) -> dict[str, Any]:
     return {name: getattr(request, name) for name, unused in EXTRA_DEFAULTS.items() if getattr(request, name) != unused}
 
 
+#: the parameters of :data:`EXTRA_DEFAULTS` that change how tokens are chosen (the others shape the prompt)
+SAMPLING_EXTRAS = ("top_k", "min_p", "repetition_penalty", "min_tokens", "ignore_eos")
+
+
+def sampling_extras(request: Request) -> dict[str, Any]:
+    """The vLLM sampling parameters ``request`` sets: decoding needs a logits processor for each."""
+    return {name: value for name, value in extra_params(request).items() if name in SAMPLING_EXTRAS}
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str

@@ -59,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..errors import BackendError, ThoughtSourceError
 from ..interrupt import Interrupted, request_stop
 from ..listen import MODEL_SERVER_PORT, bind
-from .base import Backend, Completion, Request, extra_params
+from .base import Backend, Completion, Request, sampling_extras
 from .score_batch import ScoreBatcher
 from .server_guard import Guard, Metrics
 
@@ -473,7 +473,7 @@ def create_app(backend: Backend, served_model_name: str, default_max_tokens: int
                                raw={"prompt_ids": ids, "token_ids": [], "stop_reason": None}) for ids in prompts]
         next_token = getattr(backend, "next_token_completions", None)
         if callable(next_token) and not sinks and all(
-                r.max_tokens == 1 and r.temperature == 0 and not extra_params(r) for r in requests):
+                r.max_tokens == 1 and r.temperature == 0 and not sampling_extras(r) for r in requests):
             out = await asyncio.to_thread(next_token, requests)  # one greedy token: from a scoring pass (lm-eval's)
             metrics.generated(sum(c.prompt_tokens for c in out), sum(c.completion_tokens for c in out))
             return out

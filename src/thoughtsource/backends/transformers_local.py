@@ -56,7 +56,7 @@ from .. import interrupt
 from ..errors import BackendError
 from ..interrupt import Interrupted
 from ..paths import cache_dir
-from .base import Completion, Request, extra_params
+from .base import Completion, Request, sampling_extras
 from .counters import Counters, loop_state, request_seed
 from .cpu_threads import MeasuredThreads, thread_cap
 from .joinable_batch import JoinableBatch
@@ -317,7 +317,7 @@ class TransformersBackend:
         request, fut, sink = item
         model, tok = self._model, self._tokenizer
         row = self._row(request)
-        if extra_params(request) or not self._joinable_batch().fits(len(row.ids), request.max_tokens):
+        if sampling_extras(request) or not self._joinable_batch().fits(len(row.ids), request.max_tokens):
             await self._generate_part([item])
             return
         cancelled = []
@@ -402,7 +402,7 @@ class TransformersBackend:
         streams = _Sinks(sinks, {*_eos_ids(model, tok), tok.pad_token_id}) if sinks else None
         # continuous batching and the graph decoder hand back whole rows: a streamed request decodes with prefix
         # so do rows with vLLM's sampling parameters (top_k, min_p, ...: applied by _RowSampler, which those modes lack)
-        apart = streams is not None or any(extra_params(r) for r in requests)
+        apart = streams is not None or any(sampling_extras(r) for r in requests)
         mode = "prefix" if apart and self.mode in ("continuous", "graph") else self.mode
         t0 = time.monotonic()
         unfinished: set[int] = set()  # rows cut off by Ctrl-C (interrupt.requested) between decoding steps
