@@ -78,8 +78,9 @@ def test_shutdown_stops_the_requests_in_flight_with_a_clean_error(tmp_path):
                 break
             except httpx.ConnectError:
                 time.sleep(0.1)
-        long = {"model": "smol", "messages": [{"role": "user", "content": "Tell a story."}], "max_tokens": 1500,
-                "ignore_eos": True, "temperature": 0}
+        # both join serve-model's running batch (continuous batching); the greedy story runs far past the 1 s limit
+        long = {"model": "smol", "messages": [{"role": "user", "content": "Tell a long story about a dragon."}],
+                "max_tokens": 1500, "temperature": 0}
         answers: dict[str, object] = {}
 
         def plain() -> None:

@@ -302,24 +302,37 @@ class TransformersBackend:
 
     async def _join_worker(self, queue: asyncio.Queue[_Queued]) -> None:
         """Mode continuous on a model this backend loaded: each request joins the running batch at its next decoding
-        step (:mod:`.joinable_batch`).  Rows with vLLM's sampling parameters, or too long for the cache, decode apart."""
+        step (:mod:`.joinable_batch`).  Rows with vLLM's sampling parameters, or too long for the cache, decode apart:
+        those that arrive together in one batch of the prefix decoder, as the other modes batch them."""
         await asyncio.to_thread(self.load)
         tasks: set[asyncio.Task[None]] = set()
-        while True:
-            item = await queue.get()
-            if item[1].done():  # a caller that left (a streaming client gone) is not generated
-                continue
-            task = asyncio.ensure_future(self._join_one(item))
+
+        def start(work: Any) -> None:
+            task = asyncio.ensure_future(work)
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 
-    async def _join_one(self, item: _Queued) -> None:
+        while True:
+            items = [await queue.get()]
+            if self.options.batch_wait_s:
+                await asyncio.sleep(self.options.batch_wait_s)  # let concurrent callers arrive together
+            while not queue.empty():
+                items.append(queue.get_nowait())
+            apart: list[_Queued] = []
+            for item in items:
+                if item[1].done():  # a caller that left (a streaming client gone) is not generated
+                    continue
+                row = self._row(item[0])
+                if sampling_extras(item[0]) or not self._joinable_batch().fits(len(row.ids), item[0].max_tokens):
+                    apart.append(item)
+                else:
+                    start(self._join_one(item, row))
+            if apart:
+                start(self._generate_part(apart))
+
+    async def _join_one(self, item: _Queued, row: _Row) -> None:
         request, fut, sink = item
         model, tok = self._model, self._tokenizer
-        row = self._row(request)
-        if sampling_extras(request) or not self._joinable_batch().fits(len(row.ids), request.max_tokens):
-            await self._generate_part([item])
-            return
         cancelled = []
 
         def watched(token: int) -> bool:
