@@ -25,21 +25,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("THOUGHTSOURCE_DATA", ROOT.parent / "shared" / "data"))
 
-MC_TASK = """task: ts_commonsense_qa
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    validation: {data}/commonsense_qa/dev_rand_split.jsonl
-validation_split: validation
-output_type: multiple_choice
-doc_to_text: "Question: {{{{question.stem}}}}\\nAnswer:"
-doc_to_choice: "{{{{question.choices | map(attribute='text') | list}}}}"
-doc_to_target: "{{{{['A', 'B', 'C', 'D', 'E'].index(answerKey)}}}}"
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-"""
 
 
 def run(model: object, task_manager: object, limit: int) -> tuple[float, dict]:
@@ -70,6 +55,7 @@ def main() -> None:
     from thoughtsource.backends.server import run_model_server
     from thoughtsource.backends.transformers_local import TransformersBackend
     from thoughtsource.embedded import load_model
+    from thoughtsource.testing.lm_eval_tasks import MC_TASK
 
     torch.set_num_threads(1)
     print(f"# {platform.node()} {platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
