@@ -198,4 +198,4 @@ def test_help_texts_lose_nothing_to_rich_markup() -> None:
                 eaten.append((" ".join(path), where, text))
     assert eaten == []
     out = ts("serve-model", "--help", env={**ENV, "COLUMNS": "400"}).stdout
-    assert "pip install '.[serve,models]' in a clone of thoughtsource" in out and "[default: the backend's]" in out
+    assert "pip install '.[serve,models]' in a clone of thoughtsource" in out and "[default: auto]" in out
