@@ -142,3 +142,20 @@ def test_over_http_a_short_chat_request_ends_while_a_long_stream_goes_on(joining
             after = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
     assert len(after) > 60, len(after)  # the long row was still decoding when the short one ended
     assert after[-1]["choices"][0]["finish_reason"] == "length"
+
+
+def test_a_seeded_sample_is_the_same_every_time_and_an_unseeded_one_joins(joining: TransformersBackend,
+                                                                          embedded_model: tuple) -> None:
+    """A sampled request with a seed is drawn from its own generator (it decodes apart, as in every other mode), so it
+    is reproducible and equals the prefix decoder's sample (the CPU default mode); one without a seed joins the batch."""
+    seeded = Request(prompt="Once upon a time", max_tokens=12, temperature=1.0, seed=7)
+    a, b = (joining.complete_sync([seeded])[0] for _ in range(2))
+    (ref,) = TransformersBackend.from_loaded(*embedded_model, mode="prefix", threads=1).complete_sync([seeded])
+    assert a.text == b.text == ref.text and a.completion_tokens == 12
+    free = Request(prompt="Once upon a time", max_tokens=12, temperature=1.0)
+    got = [c for (c,) in asyncio.run(_together(joining, [free, SHORT]))]
+    assert got[0].completion_tokens == 12 and got[1].text == joining.complete_sync([SHORT])[0].text
+
+
+async def _together(backend: TransformersBackend, requests: list[Request]) -> list:
+    return list(await asyncio.gather(*(backend.complete([r]) for r in requests)))

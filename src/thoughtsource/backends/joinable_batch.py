@@ -16,7 +16,8 @@ settles the row's future with its tokens when it ends.  A Ctrl-C or serve-model'
 A manager decodes with one ``GenerationConfig``: requests with another (temperature, top_p) go to another manager
 (at most :data:`MAX_MANAGERS`; the least recently used one is stopped for a new one).  Greedy rows give the tokens
 ``model.generate`` gives (tests/backends/test_joinable_batch.py); a sampled row is drawn from the manager's generator,
-so it depends on what else shares its batch, as in every continuous-batching server.
+so it depends on what else shares its batch, as in every continuous-batching server (the transformers backend sends a
+sampled request that carries a seed to its prefix decoder instead, where it draws from its own generator).
 """
 
 from __future__ import annotations

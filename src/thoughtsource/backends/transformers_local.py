@@ -302,7 +302,8 @@ class TransformersBackend:
 
     async def _join_worker(self, queue: asyncio.Queue[_Queued]) -> None:
         """Mode continuous on a model this backend loaded: each request joins the running batch at its next decoding
-        step (:mod:`.joinable_batch`).  Rows with vLLM's sampling parameters, or too long for the cache, decode apart:
+        step (:mod:`.joinable_batch`).  Sampled rows with a seed (drawn from their own generator, so the same request
+        gives the same sample), rows with vLLM's sampling parameters and rows too long for the cache decode apart:
         those that arrive together in one batch of the prefix decoder, as the other modes batch them."""
         await asyncio.to_thread(self.load)
         tasks: set[asyncio.Task[None]] = set()
@@ -322,13 +323,14 @@ class TransformersBackend:
             for item in items:
                 if item[1].done():  # a caller that left (a streaming client gone) is not generated
                     continue
-                row = self._row(item[0])
-                if sampling_extras(item[0]) or not self._joinable_batch().fits(len(row.ids), item[0].max_tokens):
+                row, request = self._row(item[0]), item[0]
+                seeded = request.temperature > 0 and request.seed is not None  # its own generator: reproducible apart
+                if seeded or sampling_extras(request) or not self._joinable_batch().fits(len(row.ids), request.max_tokens):
                     apart.append(item)
                 else:
                     start(self._join_one(item, row))
             if apart:
-                start(self._generate_part(apart))
+                start(self._generate_part(apart, apart=True))
 
     async def _join_one(self, item: _Queued, row: _Row) -> None:
         request, fut, sink = item
@@ -376,11 +378,11 @@ class TransformersBackend:
                 self._joinable = JoinableBatch(self._model, self._tokenizer, device=self.device)
             return self._joinable
 
-    async def _generate_part(self, batch: list[_Queued]) -> None:
+    async def _generate_part(self, batch: list[_Queued], apart: bool = False) -> None:
         """Generate one batch from the queue in a thread and settle its callers' futures."""
         sinks = [sink for _, _, sink in batch]
         try:
-            results = await asyncio.to_thread(self.generate, [r for r, _, _ in batch], sinks if any(sinks) else None)
+            results = await asyncio.to_thread(self.generate, [r for r, _, _ in batch], sinks if any(sinks) else None, apart)
         except Interrupted as stopped:  # Ctrl-C between decoding steps: finished rows are results, the others stop
             for i, (_, fut, _) in enumerate(batch):
                 if not fut.done():
@@ -406,16 +408,18 @@ class TransformersBackend:
 
     # -- generation (runs in a worker thread) -----------------------------------------------
 
-    def generate(self, requests: list[Request], sinks: Sequence[TokenSink | None] | None = None) -> list[Completion]:
+    def generate(self, requests: list[Request], sinks: Sequence[TokenSink | None] | None = None,
+                 apart: bool = False) -> list[Completion]:
         """Generate synchronously, without the queue (``batch_size`` rows per call): one Completion per request, in order.
 
-        ``sinks[i]`` (optional) receives request i's tokens as they are chosen; one returning False stops that row."""
+        ``sinks[i]`` (optional) receives request i's tokens as they are chosen; one returning False stops that row.
+        ``apart``: in modes continuous and graph, decode with the prefix decoder (per-row generators) all the same."""
         model, tok = self.load()
         rows = [self._row(r) for r in requests]
         streams = _Sinks(sinks, {*_eos_ids(model, tok), tok.pad_token_id}) if sinks else None
         # continuous batching and the graph decoder hand back whole rows: a streamed request decodes with prefix
         # so do rows with vLLM's sampling parameters (top_k, min_p, ...: applied by _RowSampler, which those modes lack)
-        apart = streams is not None or any(sampling_extras(r) for r in requests)
+        apart = apart or streams is not None or any(sampling_extras(r) for r in requests)
         mode = "prefix" if apart and self.mode in ("continuous", "graph") else self.mode
         t0 = time.monotonic()
         unfinished: set[int] = set()  # rows cut off by Ctrl-C (interrupt.requested) between decoding steps
