@@ -299,6 +299,8 @@ def _serve(args: list[str], home: Path) -> tuple[str | None, str]:
     return None, errors[0].strip()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(3600)  # ~25 serve processes one after another: 600 s ran out at load 4 (each has its own guard)
 def test_serve_inputs_never_end_in_a_traceback(shared_data: Path, tmp_path: Path) -> None:
     """``serve``'s inputs: damaged data files, annotation databases that are damaged, foreign or not files, a damaged
     upload waiting next to the database, odd labels and thresholds.  Each serves or ends in one error line."""
