@@ -506,9 +506,14 @@ class TransformersBackend:
         """What threads='auto' times: one forward pass of 4 rows of 16 tokens (a small batch being decoded)."""
         import torch
 
-        with torch.inference_mode():
-            ids = torch.full((4, 16), self._tokenizer.eos_token_id or 0, device=self.device)
-            self._model(input_ids=ids)
+        model = self._model
+        was_training = model.training  # a model handed over mid-training: measured as it generates, in eval mode
+        model.eval()
+        try:
+            with torch.inference_mode():
+                model(input_ids=torch.full((4, 16), self._tokenizer.eos_token_id or 0, device=self.device))
+        finally:
+            model.train(was_training)
 
     def _row(self, request: Request) -> _Row:
         tok = self._tokenizer
