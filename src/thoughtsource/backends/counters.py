@@ -55,3 +55,14 @@ def loop_state(states: dict[Any, T], factory: Callable[[], T]) -> T:
     if state is None:
         state = states[loop] = factory()
     return state
+
+
+async def take_waiting(queue: asyncio.Queue[T], wait_s: float, limit: int | None = None) -> list[T]:
+    """The next item of ``queue`` and, ``wait_s`` later (so that concurrent callers arrive together), every item waiting
+    then, at most ``limit`` in all: what a batching worker takes for one batch."""
+    items = [await queue.get()]
+    if wait_s:
+        await asyncio.sleep(wait_s)
+    while (limit is None or len(items) < limit) and not queue.empty():
+        items.append(queue.get_nowait())
+    return items

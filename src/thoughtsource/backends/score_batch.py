@@ -14,6 +14,8 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from .counters import take_waiting
+
 log = logging.getLogger(__name__)
 
 #: per token: (its log-probability, or None for the first token; [(id, log-probability)] of the top ids)
@@ -61,11 +63,7 @@ class ScoreBatcher:
 
     async def _work(self, queue: asyncio.Queue[_Item]) -> None:
         while True:
-            items = [await queue.get()]
-            await asyncio.sleep(self.wait_s)  # the prompts sent together arrive together
-            while not queue.empty():
-                items.append(queue.get_nowait())
-            items = [it for it in items if not it[2].done()]
+            items = [it for it in await take_waiting(queue, self.wait_s) if not it[2].done()]  # sent together
             for batch in self.batches(items):
                 top = max(t for _, t, _ in batch)
                 try:

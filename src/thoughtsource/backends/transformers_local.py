@@ -57,7 +57,7 @@ from ..errors import BackendError
 from ..interrupt import Interrupted
 from ..paths import cache_dir
 from .base import Completion, Request, sampling_extras
-from .counters import Counters, loop_state, request_seed
+from .counters import Counters, loop_state, request_seed, take_waiting
 from .cpu_threads import MeasuredThreads, thread_cap
 from .joinable_batch import JoinableBatch
 from .prompt_tokens import prompt_token_ids
@@ -285,12 +285,8 @@ class TransformersBackend:
             await self._join_worker(queue)
             return
         while True:
-            batch = [await queue.get()]
-            if self.options.batch_wait_s:
-                await asyncio.sleep(self.options.batch_wait_s)  # let concurrent callers join this batch
-            limit = 1_000_000 if self.mode == "continuous" else self.options.batch_size
-            while len(batch) < limit and not queue.empty():
-                batch.append(queue.get_nowait())
+            limit = None if self.mode == "continuous" else self.options.batch_size
+            batch = await take_waiting(queue, self.options.batch_wait_s, limit)  # concurrent callers join this batch
             batch = [q for q in batch if not q[1].done()]  # a caller that left (a streaming client gone) is not generated
             if self.mode == "continuous":  # streamed rows decode apart (see the module docstring)
                 parts = [[q for q in batch if q[2] is None], [q for q in batch if q[2] is not None]]
@@ -314,11 +310,7 @@ class TransformersBackend:
             task.add_done_callback(tasks.discard)
 
         while True:
-            items = [await queue.get()]
-            if self.options.batch_wait_s:
-                await asyncio.sleep(self.options.batch_wait_s)  # let concurrent callers arrive together
-            while not queue.empty():
-                items.append(queue.get_nowait())
+            items = await take_waiting(queue, self.options.batch_wait_s)
             apart: list[_Queued] = []
             for item in items:
                 if item[1].done():  # a caller that left (a streaming client gone) is not generated
