@@ -51,10 +51,11 @@ def test_a_finished_batch_ends_at_the_next_host_sync(embedded_model: tuple):
     device's done flags, after SYNC_EVERY steps, not 200."""
     model = embedded_model[0]
     calls: list[int] = []
+    # threads pinned: threads="auto" times forward passes of its own first, which this hook would count too
     hook = model.register_forward_hook(lambda module, args, output: calls.append(1))
     try:
         say_ok = Request(messages=({"role": "user", "content": "Say OK."},), max_tokens=200)
-        done = TransformersBackend.from_loaded(*embedded_model, mode="graph").complete_sync([say_ok])[0]
+        done = TransformersBackend.from_loaded(*embedded_model, mode="graph", threads=1).complete_sync([say_ok])[0]
     finally:
         hook.remove()
     assert done.finish_reason == "stop" and done.completion_tokens < SYNC_EVERY

@@ -189,9 +189,10 @@ def test_rows_without_a_shared_prefix_are_decoded_in_batches_not_one_by_one(embe
     requests = [Request(prompt=task.prompt(p, []), max_tokens=12, stop=task.stop) for p in task.load("train", 0)]
     model, tok = embedded_model
     calls = []
+    # threads pinned: threads="auto" times forward passes of its own first, which this hook would count too
     hook = model.register_forward_hook(lambda module, args, output: calls.append(1))
     try:
-        prefix = TransformersBackend.from_loaded(model, tok, mode="prefix", batch_size=8).complete_sync(requests)
+        prefix = TransformersBackend.from_loaded(model, tok, mode="prefix", batch_size=8, threads=1).complete_sync(requests)
     finally:
         hook.remove()
     assert len(calls) <= 12 + 1  # one forward per decoding step for the whole batch (8 x 12 when decoded one by one)
