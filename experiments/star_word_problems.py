@@ -3,6 +3,9 @@
     python experiments/star_word_problems.py --split-only                    # the task file (the pre-registered split)
     python experiments/star_word_problems.py --arms fewshot --seeds 0        # the CPU pilot: iteration 0 on test and dev
     python experiments/star_word_problems.py --arms gold,verified,star,norat,direct --seeds 0,1,2 --parallel 2
+    python experiments/star_word_problems.py --arms star --seeds 0 -- --set generation.decoder=graph  # extra star-run args
+
+On a lent GPU machine, ``bash experiments/star_word_problems_gpu.sh`` runs every arm side by side (its header says how).
 
 Every arm is one ``thoughtsource star run`` of ``configs/star/word_problems/calc.yaml`` per seed into
 ROOT/seed_<s>/<arm>/, with ``--resume``: a killed experiment is continued by running this again.  Each process has
@@ -67,7 +70,9 @@ def main() -> int:
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--parallel", type=int, default=1, help="processes at a time (one torch thread each)")
     ap.add_argument("--split-only", action="store_true", help="write the task file and its counts, run nothing")
-    args = ap.parse_args()
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     arms = [a for a in args.arms.split(",") if a.strip()]
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
@@ -91,7 +96,7 @@ def main() -> int:
                 print(f"seed {s} {arm}: {added} completions shared from {shared}")
     cli, lock = _cli(), threading.Lock()
     jobs = [([*cli, "star", "run", "--config", str(args.config), "--set", f"task={task_file}", "--seed", s, "--out",
-              str(args.root / f"seed_{s}" / arm), "--resume", "--threads", "1", *ARMS[arm]],
+              str(args.root / f"seed_{s}" / arm), "--resume", "--threads", "1", *ARMS[arm], *extra],
              args.root / "logs" / f"seed_{s}_{arm}.log")
             for arm in arms for s in ([args.seeds.split(",")[0]] if arm == "fewshot" else args.seeds.split(","))]
     return run_jobs(jobs, args.parallel, lock)
