@@ -91,3 +91,29 @@ def graceful_sigint() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, previous)
         _stop.clear()
+
+
+@contextlib.contextmanager
+def ctrl_c_stops(server: Any) -> Iterator[None]:
+    """Ctrl-C at any moment inside stops the uvicorn ``server`` (one that has not started yet starts and stops at once),
+    and a KeyboardInterrupt is raised on the way out, so the command exits 130 with one line ("aborted").  SIGTERM
+    keeps its meaning (uvicorn's graceful stop, then the signal).  ``serve`` and ``serve-model`` run their server in it.
+
+    uvicorn puts its own handlers in only once its task runs.  Before that, asyncio's runner put in its SIGINT handler
+    (only over Python's default one), and a Ctrl-C there cancelled the task: a CancelledError traceback.  A process
+    that had SIGINT ignored (a command started with ``&`` by a script) lost the Ctrl-C altogether and went on serving
+    (a test hung for an hour).  With this handler in place the runner puts in none, and uvicorn restores this one when
+    it stops and raises the signals it caught again, so each is seen here."""
+    caught: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        caught.append(signum)
+        server.should_exit = True
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt

@@ -283,9 +283,15 @@ def _serve(args: list[str], home: Path) -> tuple[str | None, str]:
     try:
         for line in proc.stderr:  # ends when the process ends
             lines.append(line)
-            if line.startswith("serving ") and sum(x.startswith("serving ") for x in lines) == 1:
+            if line.startswith("serving "):
                 proc.send_signal(signal.SIGINT)  # once: a second Ctrl-C would interrupt the shutdown
-        code = proc.wait(timeout=120)  # a guard against a hang, not a time the test measures
+                break
+        try:  # a guard against a hang (a lost Ctrl-C kept the server serving), not a time the test measures
+            _, rest = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            return "a Ctrl-C after 'serving' did not stop the server within 120 s:\n" + "".join(lines)[-2000:], ""
+        lines += rest.splitlines(keepends=True)
+        code = proc.returncode
     finally:
         if proc.poll() is None:
             proc.kill()

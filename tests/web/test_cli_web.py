@@ -180,3 +180,50 @@ def test_users_add_without_a_terminal_needs_password_stdin_and_results_go_to_std
     assert p.returncode == 0 and "alice" in p.stdout and "alice" not in p.stderr
     p = ts("agreement")
     assert p.returncode == 0 and "inter-annotator agreement" in p.stdout
+
+
+#: ``serve`` with a Ctrl-C delivered at a chosen moment of uvicorn's start: "serve" as the server's task starts (asyncio's
+#: runner had put its own SIGINT handler in: the task was cancelled and a CancelledError traceback came out), "run" just
+#: before ``Server.run`` with SIGINT ignored by inheritance, as for a command started with ``&`` by a script (the
+#: Ctrl-C was lost until uvicorn put its handler in, and the server went on serving: a test hung for an hour)
+_CTRL_C_AT = """
+import os, signal, sys
+import uvicorn
+when = sys.argv[1]
+if when == "serve":
+    original = uvicorn.Server.serve
+    async def patched(self, sockets=None):
+        os.kill(os.getpid(), signal.SIGINT)
+        return await original(self, sockets)
+    uvicorn.Server.serve = patched
+else:
+    original_run = uvicorn.Server.run
+    def patched_run(self, sockets=None):
+        os.kill(os.getpid(), signal.SIGINT)
+        return original_run(self, sockets)
+    uvicorn.Server.run = patched_run
+from thoughtsource.cli import main
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("when", ["serve", "run"])
+def test_ctrl_c_while_serve_starts_exits_130_with_one_line(shared_data: Path, tmp_path: Path, when: str) -> None:
+    import os
+    import signal
+
+    good = shared_data / "thoughtsource_examples" / "tests_unit_data" / "test_1_dataset.json"
+    env = {**os.environ, "THOUGHTSOURCE_HOME": str(tmp_path / "home"), "COLUMNS": "250"}
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if when == "run" else None
+    proc = subprocess.Popen([sys.executable, "-c", _CTRL_C_AT, when, "serve", str(good), "--db", str(tmp_path / "a.sqlite"),
+                             "--port", "0"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ignore)
+    try:
+        _, err = proc.communicate(timeout=120)  # a guard against a server that goes on serving, not a measured time
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"Ctrl-C at {when!r} was lost: the server was still serving after 120 s")
+    assert "Traceback" not in err and "Error" not in err, err[-2000:]
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "aborted", (proc.returncode, err[-500:])

@@ -57,7 +57,7 @@ from typing import Any, Protocol, cast
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import BackendError, ThoughtSourceError
-from ..interrupt import Interrupted, request_stop
+from ..interrupt import Interrupted, ctrl_c_stops, request_stop
 from ..listen import MODEL_SERVER_PORT, bind
 from .base import Backend, Completion, Request, sampling_extras
 from .score_batch import ScoreBatcher
@@ -903,7 +903,6 @@ def serve(
         log.warning("listening on %s without an API key: anyone who can reach this server can use the model "
                     "(--api-key or THOUGHTSOURCE_API_KEY)", host)
     sock = _bound_and_loaded(backend, host, port)
-    log.info("serving %s at http://%s:%d/v1 (model loaded)", served_model_name, host, sock.getsockname()[1])
     app = create_app(backend, served_model_name, default_max_tokens, api_key=api_key)
 
     class Server(uvicorn.Server):
@@ -921,7 +920,9 @@ def serve(
 
     # uvicorn's own limit is the backstop: the stopped requests have answered well before it
     server = Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=int(shutdown_timeout) + 30))
-    server.run(sockets=[sock])
+    with ctrl_c_stops(server):
+        log.info("serving %s at http://%s:%d/v1 (model loaded)", served_model_name, host, sock.getsockname()[1])
+        server.run(sockets=[sock])
 
 
 def is_loopback(host: str) -> bool:

@@ -70,6 +70,7 @@ def serve(
                    "without it the client address is the connection's, whatever the headers say."),
 ) -> None:
     """Serve the viewer and annotator (log in with an account made by `thoughtsource users add`)."""
+    from ..interrupt import ctrl_c_stops
     from ..listen import bind
     from ..web.app import ServeSettings, create_app, default_allowed_hosts, make_server
     from ..web.db import AnnotationDB
@@ -91,8 +92,11 @@ def serve(
         console.print("[yellow]warning[/]: any Host header is served; name this server's host names with --allowed-hosts")
     if host not in ("127.0.0.1", "localhost", "::1") and not secure_cookies:
         console.print("[yellow]warning[/]: listening beyond localhost without --secure-cookies; put it behind HTTPS")
-    console.print(f"serving {len(app.state.data.items)} samples on http://{host}:{sock.getsockname()[1]}  (db: {settings.db})")
-    make_server(app, forwarded_allow_ips).run(sockets=[sock])
+    server = make_server(app, forwarded_allow_ips)
+    with ctrl_c_stops(server):
+        console.print(f"serving {len(app.state.data.items)} samples on http://{host}:{sock.getsockname()[1]}  (db: {settings.db})")
+        server.run(sockets=[sock])
+
 
 
 class Role(str, Enum):
