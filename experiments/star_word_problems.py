@@ -71,8 +71,8 @@ def main() -> int:
     ap.add_argument("--parallel", type=int, default=1, help="processes at a time (one torch thread each)")
     ap.add_argument("--split-only", action="store_true", help="write the task file and its counts, run nothing")
     argv = sys.argv[1:]
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)  # after "--": passed to every star run as is
+    args, extra = ap.parse_args(argv[:cut]), argv[cut + 1:]
     arms = [a for a in args.arms.split(",") if a.strip()]
     unknown = [a for a in arms if a not in ARMS]
     if unknown:

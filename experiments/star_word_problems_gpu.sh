@@ -61,6 +61,6 @@ while [ ! -f "$ROOT/finished" ]; do
   echo "$line | $(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader)"
   pack
 done
-pack; cat "$ROOT/driver.log" | grep -v "completions shared" | tail -20
+pack; grep -v "completions shared" "$ROOT/driver.log" | tail -20
 grep -l "Traceback" "$ROOT"/logs/*.log 2>/dev/null | while read -r f; do echo "== $f"; grep -A12 Traceback "$f" | tail -14; done
 ls -la "$OUT"

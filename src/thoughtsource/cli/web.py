@@ -98,7 +98,6 @@ def serve(
         server.run(sockets=[sock])
 
 
-
 class Role(str, Enum):
     viewer = "viewer"
     annotator = "annotator"
