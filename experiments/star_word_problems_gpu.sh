@@ -39,6 +39,13 @@ if [ ! -f "$PKG/$GGUF_NAME" ]; then
   mv "$PKG/$GGUF_NAME.tmp" "$PKG/$GGUF_NAME"
 fi
 python3 -c "from thoughtsource.embedded import embedded_model_dir; print(embedded_model_dir())" || { echo "STEP FAILED: convert"; exit 1; }
+# a fresh machine (a later session): start from what an earlier machine packed, if .gpu/b/runs.tar.gz is there (copy
+# docs/star-results/word_problems/gpu/runs.tar.gz to it); the runs resume, rebuilding missing weights from the base
+# on their kept training data (StarRun._train) and redoing every step whose model fingerprint differs
+if [ ! -d "$ROOT" ] && [ -f .gpu/b/runs.tar.gz ]; then
+  mkdir -p "$ROOT" && tar -xzf .gpu/b/runs.tar.gz -C "$ROOT" && rm -f "$ROOT/launched" "$ROOT/finished" \
+    && echo "resumed from .gpu/b/runs.tar.gz: $(ls -d "$ROOT"/seed_*/*/ | wc -l) runs" || { echo "STEP FAILED: unpack"; exit 1; }
+fi
 mkdir -p "$ROOT/logs"
 [ -f "$ROOT/word_problems_calc.json" ] || cp .gpu/b/word_problems_calc.json "$ROOT/"
 GPU_ARGS="--set generation.decoder=graph --set generation.batch_size=128 --set generation.dtype=float32 ${EXTRA:-}"
