@@ -305,15 +305,37 @@ def _serve(args: list[str], home: Path) -> tuple[str | None, str]:
     return None, errors[0].strip()
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(3600)  # ~25 serve processes one after another: 600 s ran out at load 4 (each has its own guard)
-def test_serve_inputs_never_end_in_a_traceback(shared_data: Path, tmp_path: Path) -> None:
-    """``serve``'s inputs: damaged data files, annotation databases that are damaged, foreign or not files, a damaged
-    upload waiting next to the database, odd labels and thresholds.  Each serves or ends in one error line."""
+#: the options the settings refuse: an error line, never a server
+REFUSED_OPTIONS = {
+    "labels that are all empty": ["--labels", " , ,"],
+    "a label given twice": ["--labels", "good,good"],
+    "a threshold above 1": ["--similarity-threshold", "5"],
+    "a threshold that is not a number": ["--similarity-threshold", "nan"],
+    "a page size of 0": ["--page-size", "0"],
+}
+#: every case of ``serve_cases``, one test id each (a case is one ``serve`` process: ~26 in one test ran past its
+#: timeout at load 4, and a test id per case says which input failed)
+SERVE_CASES = [
+    *(f"{src}{kind} #0" for src in ("annotated_wt_davinci.json", "test_1_delete_cots.json")
+      for kind in (" bytes", " structure", " as JSONL bytes", " as JSONL structure")),
+    "parquet bytes #0",
+    *(f"a {what} database" for what in ("garbage", "truncated", "damaged", "empty", "text")),
+    "another program's SQLite database", "a folder as the database", "a database under a file",
+    "a damaged upload next to the database",
+    "a missing data file", "a folder as the data file", "an empty data file",
+    *REFUSED_OPTIONS,
+]
+
+
+@pytest.fixture(scope="module")
+def serve_cases(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """{what: ``serve`` arguments}: damaged data files, annotation databases that are damaged, foreign or not files,
+    a damaged upload waiting next to the database, missing or odd data paths, options the settings refuse."""
     import sqlite3
 
     from thoughtsource.web.db import AnnotationDB
 
+    tmp_path = tmp_path_factory.mktemp("serve_fuzz")
     good = shared_data / "thoughtsource_examples" / "tests_unit_data" / "test_1_dataset.json"
     rng = random.Random(SEED)
     real_db = tmp_path / "real" / "annotations.sqlite"
@@ -341,34 +363,29 @@ def test_serve_inputs_never_end_in_a_traceback(shared_data: Path, tmp_path: Path
     (uploads.parent / "uploads" / "upload.json").write_bytes(good.read_bytes()[:3000])
     dbs["a damaged upload next to the database"] = uploads
 
-    cases: list[tuple[str, list[str]]] = []
+    cases: dict[str, list[str]] = {}
     (tmp_path / "inputs").mkdir()
     for what, path in _damaged_inputs(shared_data, tmp_path / "inputs", per_kind=1):
-        cases.append((what, [str(path), "--db", str(tmp_path / "fresh" / f"{path.stem}.sqlite")]))
+        cases[what] = [str(path), "--db", str(tmp_path / "fresh" / f"{path.stem}.sqlite")]
     for what, db in dbs.items():
-        cases.append((what, [str(good), "--db", str(db)]))
+        cases[what] = [str(good), "--db", str(db)]
     fresh = str(tmp_path / "fresh" / "annotations.sqlite")
-    cases += [
-        ("a missing data file", [str(tmp_path / "missing.json"), "--db", fresh]),
-        ("a folder as the data file", [str(tmp_path / "inputs"), "--db", fresh]),
-        ("an empty data file", [str(tmp_path / "inputs" / "empty.json"), "--db", fresh]),
-    ]
-    refused = {  # options the settings refuse: an error line, never a server
-        "labels that are all empty": ["--labels", " , ,"],
-        "a label given twice": ["--labels", "good,good"],
-        "a threshold above 1": ["--similarity-threshold", "5"],
-        "a threshold that is not a number": ["--similarity-threshold", "nan"],
-        "a page size of 0": ["--page-size", "0"],
-    }
-    cases += [(what, [str(good), "--db", fresh, *option]) for what, option in refused.items()]
+    cases["a missing data file"] = [str(tmp_path / "missing.json"), "--db", fresh]
+    cases["a folder as the data file"] = [str(tmp_path / "inputs"), "--db", fresh]
     (tmp_path / "inputs" / "empty.json").write_bytes(b"")
-    escaped = []
-    for what, args in cases:
-        problem, outcome = _serve(args, tmp_path / "home")
-        print(f"{what}: {outcome}")  # shown with -s
-        if problem is None and what in refused and outcome == "served":
-            problem = "served instead of refusing the option"
-        if problem is not None:
-            escaped.append(f"serve on {what}:\n{problem}")
-    kinds = {e.strip().splitlines()[-1]: e for e in escaped}
-    assert not escaped, "\n\n".join(kinds.values()) + f"\n\n({len(escaped)} in all)"
+    cases["an empty data file"] = [str(tmp_path / "inputs" / "empty.json"), "--db", fresh]
+    for what, option in REFUSED_OPTIONS.items():
+        cases[what] = [str(good), "--db", fresh, *option]
+    assert list(cases) == SERVE_CASES, "SERVE_CASES must name every case the fixture builds, in its order"
+    return cases
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", SERVE_CASES)
+def test_serve_inputs_never_end_in_a_traceback(serve_cases: dict[str, list[str]], what: str, tmp_path: Path) -> None:
+    """``serve`` on one odd input serves (then stops on Ctrl-C) or ends in one error line, never a traceback; a
+    refused option never serves."""
+    problem, outcome = _serve(serve_cases[what], tmp_path / "home")
+    if problem is None and what in REFUSED_OPTIONS and outcome == "served":
+        problem = "served instead of refusing the option"
+    assert problem is None, f"serve on {what}:\n{problem}"
