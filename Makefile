@@ -25,9 +25,10 @@ install: $(STAMP)
 demo: install
 	$(VENV)/bin/thoughtsource demo --out demo_out
 
-## test: the whole test suite (slow tests included; GPU tests skip without a GPU).
+## test: the whole test suite (slow tests included; GPU tests skip without a GPU), one pytest-xdist worker a core,
+## each test file on one worker (its module fixtures are built once); the 25 slowest tests are listed.
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile --durations=25
 
 ## test-fast: the fast tier (no `slow`, no `browser` tests), under 4 minutes on a 2-core machine (docs/benchmarks.md);
 ## the 10 slowest tests are listed: one past ~5 s belongs under @pytest.mark.slow.

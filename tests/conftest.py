@@ -22,6 +22,23 @@ SHARED_DATA = _shared_data()
 _USER_CACHE = platformdirs.user_cache_dir("thoughtsource")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test module is imported (several copy ``os.environ`` for the processes they start):
+
+    - no test sees the terminal size of whoever runs pytest: pytest-xdist's workers get ``COLUMNS=80`` and
+      ``LINES=24``, and the result console then cut tables it writes whole to a pipe (4 CLI tests failed under
+      ``-n 2``); a test that wants a width sets it;
+    - under pytest-xdist (``make test``: ``-n auto``) each worker gets its share of the cores as torch's thread count
+      (``OMP_NUM_THREADS``, read when torch loads, inherited by the processes a test starts), unless it is set by
+      hand: two workers of two threads each on two cores ran every torch test oversubscribed.
+    """
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // int(workers)))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data`` (or $THOUGHTSOURCE_DATA); skips the test when it is absent."""
