@@ -23,7 +23,7 @@ from pathlib import Path
 
 
 @contextlib.contextmanager
-def _fresh_process_state(argv: list[str]) -> Iterator[None]:
+def fresh_process_state(argv: list[str]) -> Iterator[None]:
     """What a new ``python -m thoughtsource`` starts with, and the test process's own state back afterwards (logging,
     the console's quiet flag, ``--debug``, ``sys.argv``, the environment, torch's CPU threads)."""
     from thoughtsource import cli, console
@@ -83,7 +83,7 @@ def run_cli(
     with contextlib.ExitStack() as stack:
         if cwd is not None:
             stack.enter_context(_chdir(cwd))
-        stack.enter_context(_fresh_process_state(argv))
+        stack.enter_context(fresh_process_state(argv))
         out, err, _ = stack.enter_context(CliRunner().isolation(input=input, env=overrides))
         try:
             main(argv)

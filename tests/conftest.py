@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import platformdirs
@@ -107,3 +108,37 @@ def _open_log_streams() -> None:
     star config's one error line came with 20 lines of it, in one test order)."""
     _reopen_closed_log_streams()
 
+
+
+def _logging_state() -> dict[str, object]:
+    """What decides whether the package's log records reach a handler: the root logger's level and own handlers
+    (pytest's capture handlers aside), the ``thoughtsource`` logger's level, propagation and on/off, and
+    ``logging.disable``."""
+    root, package = logging.getLogger(), logging.getLogger("thoughtsource")
+    handlers = [h for h in root.handlers if not type(h).__module__.startswith("_pytest")]
+    return {"root level": root.level, "root handlers": handlers, "thoughtsource level": package.level,
+            "thoughtsource propagate": package.propagate, "thoughtsource disabled": package.disabled,
+            "logging.disable": logging.root.manager.disable}
+
+
+@pytest.fixture(autouse=True)
+def _no_logging_leak() -> Iterator[None]:
+    """A test leaves logging as it found it, or fails itself.  ``main(["-q", ...])`` in process sets the package
+    logger to WARNING for the rest of the process; under pytest-xdist whichever test ran next on that worker lost its
+    INFO records (``test_published_keys_and_bad_templates`` failed in CI, in one file order of many).  The state is put
+    back either way, so no later test depends on the order the tests ran in."""
+    before = _logging_state()
+    yield
+    after = _logging_state()
+    if after == before:
+        return
+    root, package = logging.getLogger(), logging.getLogger("thoughtsource")
+    ours = [h for h in root.handlers if type(h).__module__.startswith("_pytest")]
+    root.setLevel(before["root level"])  # type: ignore[arg-type]
+    root.handlers[:] = [*before["root handlers"], *ours]  # type: ignore[misc]
+    package.setLevel(before["thoughtsource level"])  # type: ignore[arg-type]
+    package.propagate, package.disabled = before["thoughtsource propagate"], before["thoughtsource disabled"]  # type: ignore[assignment]
+    logging.disable(before["logging.disable"])  # type: ignore[arg-type]
+    changed = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
+    pytest.fail(f"the test changed logging for the tests after it (run the CLI in process through "
+                f"cli_in_process.fresh_process_state): {changed}", pytrace=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cli_in_process import fresh_process_state
 from thoughtsource.cli import app, main
 from thoughtsource.collection import Collection
 from thoughtsource.errors import DataError, ThoughtSourceError
@@ -276,7 +277,8 @@ def test_step_labels_inside_a_file_need_no_database(step_db, tmp_path: Path) -> 
 def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     """The real entry point (errors become one line and an exit code): (exit code, stderr)."""
     try:
-        main(["training-data", *args])
+        with fresh_process_state(["training-data", *args]):
+            main(["training-data", *args])
         code = 0
     except SystemExit as e:
         code = int(e.code or 0)

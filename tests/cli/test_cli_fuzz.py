@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import random
 import traceback
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from cli_in_process import fresh_process_state
 from thoughtsource.cli import main
 
 pytestmark = pytest.mark.slow  # ~30 s here: about 280 commands in-process (CI machines are slower)
@@ -132,7 +134,8 @@ def _commands(tmp: Path) -> dict[str, Callable[[Path], list[str]]]:
 def _run(args: list[str]) -> str | None:
     """None when the command ended as a command should (exit 0, 1 or 2); else what escaped it."""
     try:
-        main(args)
+        with fresh_process_state(args):
+            main(args)
     except SystemExit as e:
         return None if e.code in (0, 1, 2, None) else f"exit {e.code}"
     except BaseException:
@@ -171,7 +174,8 @@ def _one_error_line(args: list[str], capsys: pytest.CaptureFixture) -> tuple[str
     """(None, the error line) when the command failed as a user's mistake should: exit 1 or 2, one 'error:' line (a
     config error's list of problems may follow it), no traceback; else (what went wrong, "")."""
     try:
-        main(args)
+        with fresh_process_state(args):  # `-q` sets the package logger to WARNING: not for the tests that follow
+            main(args)
     except SystemExit as e:
         code = e.code
     except BaseException:
@@ -242,6 +246,19 @@ def _star_configs(shared_data: Path, tmp: Path) -> list[tuple[str, Path, bool]]:
     for what, data in by_hand.items():
         put(what, data if isinstance(data, str | bytes) else yaml.safe_dump(data), wrong=what != "empty")
     return out
+
+
+def test_a_quiet_command_in_process_leaves_the_package_logging_as_it_was(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """``-q`` sets the package logger to WARNING; run in process by the helpers here, it did so for every later test on
+    the worker, and ``test_published_keys_and_bad_templates`` lost its INFO records in CI."""
+    problem, line = _one_error_line(["-q", "info", str(tmp_path / "missing.json")], capsys)
+    assert problem is None and "missing.json" in line
+    assert _run(["-q", "info", str(tmp_path / "missing.json")]) is None
+    capsys.readouterr()
+    with caplog.at_level(logging.INFO):
+        logging.getLogger("thoughtsource.generation.published").info("an info record")
+    assert [r.getMessage() for r in caplog.records] == ["an info record"]
 
 
 def test_damaged_star_configs_end_in_one_error_line(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
