@@ -6,8 +6,9 @@
 
 It records, through the public CLI and HTTP API only (so that module moves do not change the harness):
 
-- ``evaluate --json`` on every Kojima log in ``shared/data/kojima_logs`` and on the ThoughtSource example files
-  (the results, paths and timings removed);
+- ``evaluate --json`` on the ThoughtSource example files (the results; paths and timings removed), and every Kojima
+  log in ``shared/data/kojima_logs`` rescored in both modes (the one part through the Python API: evaluate reads
+  ThoughtSource files);
 - every shipped STaR run config and every config under ``configs/star`` resolved (``StarConfig.from_file``, then
   ``model_dump``), and ``star configs``' listing;
 - ``serve-model`` on the embedded model: ``/v1/models``, greedy completions and chat completions, log-probabilities
@@ -51,8 +52,7 @@ def _scrub(value: Any) -> Any:
 
 
 def evaluations(tmp: Path) -> dict[str, Any]:
-    files = sorted((DATA / "kojima_logs").glob("*.log"))
-    files += sorted((DATA / "thoughtsource_examples").rglob("*.json"))[:12]
+    files = sorted((DATA / "thoughtsource_examples").rglob("*.json"))[:12]
     out: dict[str, Any] = {}
     for k, path in enumerate(files):
         p = _ts("evaluate", str(path), "--json", "--out", str(tmp / f"ev{k}"))
@@ -61,6 +61,22 @@ def evaluations(tmp: Path) -> dict[str, Any]:
             out[key] = {"exit": p.returncode, "results": _scrub(json.loads(p.stdout))}
         except json.JSONDecodeError:
             out[key] = {"exit": p.returncode, "stderr_last": p.stderr.strip().splitlines()[-1:] if p.stderr else []}
+    return out
+
+
+def kojima_rescores() -> dict[str, Any]:
+    """Every Kojima log rescored, strict and flexible: each record's extracted answer and verdict (``evaluate`` reads
+    ThoughtSource files; the logs go through the datasets' reader)."""
+    from dataclasses import asdict, is_dataclass
+
+    from thoughtsource.datasets.cot_logs import read_kojima_log_file, rescore_log
+
+    out: dict[str, Any] = {}
+    for path in sorted((DATA / "kojima_logs").glob("*.log")):
+        log = read_kojima_log_file(path)
+        for mode in ("strict", "flexible"):
+            r = rescore_log(log, mode)
+            out[f"{path.name}:{mode}"] = _scrub(asdict(r) if is_dataclass(r) else vars(r))
     return out
 
 
@@ -159,7 +175,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--compare", nargs=2, type=Path)
-    ap.add_argument("--parts", default="evaluate,star_configs,serve_model")
+    ap.add_argument("--parts", default="evaluate,kojima,star_configs,serve_model")
     ap.add_argument("--repo", type=Path, default=REPO, help="the checkout whose configs/star is read (its src/ on PYTHONPATH)")
     args = ap.parse_args()
     if args.compare:
@@ -171,6 +187,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if "evaluate" in parts:
             result["evaluate"] = evaluations(Path(tmp))
+        if "kojima" in parts:
+            result["kojima"] = kojima_rescores()
         if "star_configs" in parts:
             result["star_configs"] = star_configs(args.repo)
         if "serve_model" in parts:
