@@ -62,6 +62,7 @@ def _launch(cfg: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[st
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.timeout(3600)  # ~250 s on a quiet 2-core machine, 4x that at load 8
 def test_two_processes_shard_generation_and_one_writes(tmp_path: Path) -> None:
     (tmp_path / "cfg.yaml").write_text(json.dumps(CFG))
     out = tmp_path / "ddp"

@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "experiments" / "star_mawps.py"
 
 
+@pytest.mark.timeout(3600)  # ~170 s on a quiet 2-core machine, 4x that at load 8
 def test_arms_side_by_side_then_the_report(shared_data: Path, tmp_path: Path) -> None:
     cfg = yaml.safe_load((REPO / "configs" / "star" / "mawps" / "run.yaml").read_text(encoding="utf-8"))
     cfg.update(task_options={"per_iteration": 4, "n_test": 3, "n_dev": 2}, iterations=1, fewshot_k=2, bf16=False,

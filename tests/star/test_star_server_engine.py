@@ -37,6 +37,7 @@ def _cfg(command: str) -> dict:
     }
 
 
+@pytest.mark.timeout(3600)  # ~190 s on a quiet 2-core machine, 4x that at load 8
 def test_each_step_is_generated_by_a_server_on_its_own_checkpoint(tmp_path: Path) -> None:
     out = tmp_path / "run"
     cfg = StarConfig.from_dict(_cfg(SERVE + " --model {checkpoint}"))
