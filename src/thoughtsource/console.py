@@ -22,6 +22,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from .io import json_safe
+
 #: The width of results written to a pipe or a file: wide enough that no table is cut or folded.
 PIPE_WIDTH = 10_000
 
@@ -90,8 +92,6 @@ def note(*objects: Any, **kwargs: Any) -> None:
 def print_json(data: Any) -> None:
     """``data`` as indented JSON on stdout (NaN as null, so any JSON parser reads it)."""
     import json
-
-    from .io import json_safe
 
     stdout.file.write(json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     stdout.file.flush()

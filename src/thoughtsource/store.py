@@ -41,6 +41,7 @@ from typing import Any
 from . import sqlite_migrations
 from .backends.base import Completion, Request, extra_params
 from .errors import StoreError
+from .paths import home
 from .sqlite_wal import enable_wal
 
 log = logging.getLogger(__name__)
@@ -171,8 +172,6 @@ def _now() -> str:
 
 
 def default_path() -> Path:
-    from .paths import home
-
     return home() / "completions.sqlite"
 
 

@@ -47,10 +47,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .collection import Collection
-from .errors import DataError, ThoughtSourceError
+from . import __version__
+from .collection import Collection, MergeIndex
+from .errors import DataError, ThoughtSourceError, UnknownNameError
+from .evaluate import evaluate, evaluate_frame, scored_samples
+from .io import FileSamples, read_json
+from .prompts import load_fragments
+from .prompts.build import question_block
 from .reasoning import CONTENT_EXTRACTION, DEFAULT_THINK_TAGS, reasoning_info
+from .reporting.runs import fill_texts, full_text_prompts, warn_unknown
 from .schema import GeneratedCot, Sample, model_name
+from .web.data import Item, NotFound, ServedData, prm_records, rows_from_collection
+from .web.db import STEP_KEY, AnnotationDB, CotRef
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +116,6 @@ def is_sqlite(path: Path) -> bool:
 def load_sources(paths: Sequence[str | os.PathLike[str]], *, stream: bool = False) -> Sources:
     """Sort ``paths`` into collections, STaR runs and (at most one) annotation database; load the collections (with
     ``stream``, each is read a sample at a time on every pass instead: ``io.FileSamples``)."""
-    from .io import FileSamples
-
     def load(path: Path) -> Any:
         return FileSamples(path) if stream else Collection.load(path)
 
@@ -191,8 +197,6 @@ def _read_jsonl(src: Sources, path: Path, required: Sequence[str]) -> list[dict[
 
 # --------------------------------------------------------------------------- one CoT as prompt + completion
 def cot_prompt(sample: Sample, cot: GeneratedCot) -> str:
-    from .prompts.build import question_block
-
     return cot.prompt_text or question_block(sample)
 
 
@@ -216,8 +220,6 @@ def cot_correct(cot: GeneratedCot) -> bool | None:
 def _mark_unmarked(collection: Collection) -> None:
     """Judge answers that carry no correctness mark, as ``evaluate`` does (strict); marks already there stay."""
     if any(a.correct_answer is None for _, _, x in collection.samples() for _, a in x.iter_answers()):
-        from .evaluate import evaluate
-
         evaluate(collection, overwrite=False, warn=False)
 
 
@@ -261,16 +263,11 @@ def _prepared(collection: Any) -> Iterator[tuple[str, str, Sample]]:
     """The samples of a source with their prompt texts filled in and their unmarked answers judged (strict, as
     ``evaluate``; marks already there stay).  A loaded collection is changed in place; a file read a sample at a time
     is judged in a first pass without a per-answer table and given its verdicts as it is read again."""
-    from .prompts import load_fragments
-    from .reporting.runs import fill_texts, full_text_prompts, warn_unknown
-
     if isinstance(collection, Collection):
         full_text_prompts(collection)
         _mark_unmarked(collection)
         yield from collection.samples()
         return
-    from .evaluate import evaluate_frame, scored_samples
-
     samples: Iterable[tuple[str, str, Sample]] = collection.samples()
     if any(a.correct_answer is None for _, _, x in collection.samples() for _, a in x.iter_answers()):
         result = evaluate_frame(collection, mode="strict", keep_answers=False)
@@ -383,8 +380,6 @@ def star_pairs(src: Sources, run: Path, iterations: str, left_out: Counter[str])
 
 
 def _star_model(src: Sources, run: Path) -> str:
-    from .io import read_json
-
     cfg = read_json(src.read(run / "config.json"))
     if not isinstance(cfg, dict):
         raise DataError("expected a JSON object (the STaR config)", path=str(run / "config.json"))
@@ -507,8 +502,6 @@ class _IndexedCots:
         self.index = index
 
     def item(self, dataset: str, split: str, sample_id: str) -> Any:
-        from .web.data import Item, NotFound
-
         sample = self.index.get(dataset, split, sample_id)
         if sample is None:
             raise NotFound("no such sample in the served data")
@@ -527,9 +520,6 @@ def step_records(src: Sources, *, models: Sequence[str] = (), left_out: Counter[
     ``work_dir``, the system's temp folder if None) and the labelled samples looked up there: memory holds the labels
     and the records (of the labelled CoTs only), not the files."""
     import contextlib
-
-    from .collection import MergeIndex
-    from .web.data import ServedData
 
     if src.star_runs:
         raise DataError(
@@ -550,11 +540,7 @@ def step_records(src: Sources, *, models: Sequence[str] = (), left_out: Counter[
 def _step_records(src: Sources, data: Any, models: Sequence[str], left_out: Counter[str],
                   include_eval_splits: bool) -> list[dict[str, Any]]:
     """:func:`step_records` over ``data`` (``ServedData`` or :class:`_IndexedCots`)."""
-    from .web.data import prm_records, rows_from_collection
-
     if src.database is not None:
-        from .web.db import AnnotationDB
-
         db = AnnotationDB(src.database)
         rows, final = db.annotations(), db.adjudications()
     else:
@@ -565,8 +551,6 @@ def _step_records(src: Sources, data: Any, models: Sequence[str], left_out: Coun
             final += c_final
     records, unresolved = prm_records(data, rows, final)
     if not records and not unresolved:
-        from .web.db import STEP_KEY
-
         where = src.database or ", ".join(str(p) for p, _ in src.collections)
         raise DataError(
             f"no step labels: no CoT has a '{STEP_KEY}' annotation (label steps in `thoughtsource serve`)", path=str(where)
@@ -601,8 +585,6 @@ def _step_records(src: Sources, data: Any, models: Sequence[str], left_out: Coun
 
 
 def _ref(r: dict[str, Any]) -> Any:
-    from .web.db import CotRef
-
     return CotRef(r["dataset"], r["split"], r["sample_id"], r["cot_id"])
 
 
@@ -698,8 +680,6 @@ def export(
 ) -> Export:
     """Write the ``format`` dataset of ``sources`` to the folder ``out`` (see the module docstring)."""
     if format not in BUILDERS:
-        from .errors import UnknownNameError
-
         raise UnknownNameError("training-data format", format, FORMATS)
     out = Path(out)
     if out.exists() and not (out.is_dir() and (force or not any(out.iterdir()))):
@@ -845,8 +825,6 @@ def dataset_card(result: Export, filters: dict[str, Any], command: str = "") -> 
     The header names no ``configs``: ``datasets`` then finds ``data/train…`` by its file name and caches it by the
     files' modification times, where a ``configs`` pattern is cached by the pattern alone (a second export with
     the same folder name would load the first one from the cache)."""
-    from . import __version__
-
     lines = [
         "---",
         "tags:",

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
+from ..collection import info_rows
 from ..console import note, print_json, stdout
-
-if TYPE_CHECKING:
-    from ..errors import DataError
+from ..errors import DataError
+from ..io import check_out, checked, iter_entries, write_entries
 
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout instead of a table.")
 SKIP_INVALID = typer.Option(False, "--skip-invalid", help="Go on past a malformed sample (skipped, and counted at the "
@@ -50,9 +49,6 @@ def info(
     skip_invalid: bool = SKIP_INVALID,
 ) -> None:
     """Datasets × splits with sample counts, answer types, generated CoTs and annotations."""
-    from ..collection import info_rows
-    from ..io import checked, iter_entries
-
     skipped = Skipped()
     rows = info_rows(checked(iter_entries(file, on_invalid=skipped if skip_invalid else None), path=str(file)))
     skipped.report()
@@ -79,9 +75,6 @@ def validate(
                                                       "(exit 1 when not valid, as without --json)."),
 ) -> None:
     """Strict check: structure and per-answer-type semantics; lists every violation."""
-    from ..errors import DataError
-    from ..io import checked, iter_entries
-
     try:
         samples = sum(e.sample is not None for e in checked(iter_entries(file), path=str(file), validate=True))
     except DataError as e:
@@ -102,8 +95,6 @@ def convert(
     skip_invalid: bool = SKIP_INVALID,
 ) -> None:
     """Convert between ThoughtSource JSON, JSONL and Parquet (written atomically)."""
-    from ..io import check_out, checked, iter_entries, write_entries
-
     check_out(out, folder=to is Format.parquet)
     skipped = Skipped()
     entries = checked(iter_entries(file, on_invalid=skipped if skip_invalid else None), path=str(file))

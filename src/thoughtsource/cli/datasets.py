@@ -7,9 +7,12 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from ..collection import Collection
 from ..console import note, print_json, stdout
-from ..io import check_out
+from ..errors import DataError
+from ..io import atomic_write, check_out, to_arrow
 from .data import JSON_OPTION, Format
+from .generate import old_name
 
 app = typer.Typer(
     help="The 14 ThoughtSource source datasets: list, download raw files, export, build subsets.", no_args_is_help=True
@@ -21,6 +24,7 @@ DATA_DIR = typer.Option(None, "--data-dir", help="Folder with raw files (default
 @app.command("list")
 def list_(data_dir: Path | None = DATA_DIR, as_json: bool = JSON_OPTION) -> None:
     """Name, answer type, splits with counts, license and whether the raw files are present."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from .. import datasets
 
     table = Table(title="datasets")
@@ -51,8 +55,8 @@ def download(
     data_dir: Path | None = DATA_DIR,
 ) -> None:
     """Download (and verify) the raw files of a dataset; files already present are only verified."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from .. import datasets
-    from ..errors import DataError
 
     names = datasets.names() if name == "all" else [name]
     failed: list[str] = []
@@ -87,8 +91,6 @@ def export(
     ``--out`` is what it is for every command: the file written, or the folder that holds what is written
     (``--out gsm8k/`` gives gsm8k/test.parquet, ..., never gsm8k/gsm8k/).
     """
-    from ..collection import Collection
-
     fmt = format or _format_of(out)
     check_out(out, folder=out.suffix not in (".json", ".jsonl"))
     c = Collection.from_datasets([name], splits=splits or None, data_dir=data_dir)
@@ -109,9 +111,9 @@ def subset(
     data_dir: Path | None = DATA_DIR,
 ) -> None:
     """A ThoughtSource-100-style subset: a fixed-seed sample of N per dataset with all attached CoTs."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..datasets.released import load_thoughtsource_subset
     from ..datasets.subset import build_subset
-    from .generate import old_name
 
     n = old_name(limit, n, "--limit", "--n") or 100
     check_out(out, folder=_format_of(out) is Format.parquet)
@@ -134,6 +136,7 @@ def released(
     data_dir: Path | None = DATA_DIR,
 ) -> None:
     """Fetch and verify a released ThoughtSource-format CoT collection (by name, or by URL + sha256)."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..datasets.released import load_released
 
     if out is not None:
@@ -148,6 +151,7 @@ def released(
 @app.command("released-list")
 def released_list() -> None:
     """The released collections known by name, with their URLs."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..datasets.released import RELEASED
 
     for key, src in RELEASED.items():
@@ -165,8 +169,6 @@ def _write(c, fmt: Format, out: Path, name: str | None, flat: bool = False) -> l
     if fmt is Format.parquet:
         if flat and len(c.data) == 1:
             import pyarrow.parquet as pq
-
-            from ..io import atomic_write, to_arrow
 
             written = []
             for d, splits in c.data.items():

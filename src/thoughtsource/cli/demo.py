@@ -16,7 +16,13 @@ from typing import Any
 
 import typer
 
+from ..collection import Collection
 from ..console import console, note, stdout
+from ..errors import DataError, ThoughtSourceError
+from ..generation import GenerateConfig, generate
+from ..io import atomic_write, check_out
+from ..paths import data_env
+from .generate import old_name
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +31,6 @@ EXAMPLE_FILE = Path("thoughtsource_examples") / "tests_unit_data" / "worldtree_1
 
 def _shared_data_dirs() -> list[Path]:
     """$THOUGHTSOURCE_DATA (or its old name), then a ``shared/data`` beside the working directory or the checkout."""
-    from ..paths import data_env
-
     env = data_env()
     dirs = [env] if env is not None else []
     repo = Path(__file__).resolve().parents[3]
@@ -36,9 +40,6 @@ def _shared_data_dirs() -> list[Path]:
 def load_demo_data(n_samples: int, seed: int) -> tuple[Any, str]:
     """(collection, description): GSM8K test from the registry (local raw files only, no download),
     else the WorldTree example file of ThoughtSource."""
-    from ..collection import Collection
-    from ..errors import ThoughtSourceError
-
     shared = [d for d in _shared_data_dirs() if d.is_dir()]
     for data_dir in [None, *shared]:  # None: $THOUGHTSOURCE_DATA or the user cache
         try:
@@ -53,8 +54,6 @@ def load_demo_data(n_samples: int, seed: int) -> tuple[Any, str]:
         if path.exists():
             full = Collection.from_json(path)
             return full.select(split="train", number_samples=n_samples, seed=seed), "worldtree/train (ThoughtSource example file)"
-    from ..errors import DataError
-
     raise DataError("no demo data: gsm8k's raw files and the ThoughtSource example file were not found "
                     "(set THOUGHTSOURCE_DATA to the raw data folder)", path=str(EXAMPLE_FILE))
 
@@ -69,12 +68,7 @@ def demo(
     """Run the whole pipeline on the embedded SmolLM2-135M model: data → CoTs → answers → evaluation → plot."""
     import yaml
 
-    from ..generation import GenerateConfig, generate
-    from .generate import old_name
-
     n_samples = old_name(limit, n_samples, "--limit", "--n-samples") or 8
-    from ..io import check_out
-
     t0 = time.monotonic()
     check_out(out, folder=True)
     out.mkdir(parents=True, exist_ok=True)
@@ -85,7 +79,6 @@ def demo(
         chat=True, max_tokens=max_tokens, answer_max_tokens=16, author="thoughtsource demo",
         backend_options={"batch_size": 2 * n_samples}, db=out / "completions.sqlite",
     )
-    from ..io import atomic_write
 
     with atomic_write(out / "config.yaml") as fh:
         yaml.safe_dump(cfg.model_dump(mode="json"), fh, sort_keys=False)
@@ -95,6 +88,7 @@ def demo(
 
     from rich.table import Table
 
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..evaluate import evaluate, evaluate_frame, fmt_proportion
     from ..reporting.plots import plot_accuracy, plot_or_warn, shown_value
 

@@ -10,6 +10,8 @@ import typer
 from rich.table import Table
 
 from ..console import console, note, print_json, stdout
+from ..errors import ConfigError
+from ..io import FileSamples, check_out, iter_entries, write_entries
 
 
 class ModeOption(str, Enum):
@@ -22,6 +24,7 @@ _SHORT = {"cot_trigger": "trigger", "answer_extraction": "extraction", "instruct
 
 def _value(v: Any) -> str:
     """A cell as shown: no trigger / no instruction is "none", as in the plots."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..reporting.plots import shown_value as shown
 
     return shown(v)
@@ -29,6 +32,7 @@ def _value(v: Any) -> str:
 
 def row_label(row: Any, fields: list[str]) -> str:
     """"instruction: none · trigger: zhou-01 · extraction: kojima-A-D": every part names its field."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..reporting.plots import row_label as label
 
     return label(row, fields)
@@ -36,6 +40,7 @@ def row_label(row: Any, fields: list[str]) -> str:
 
 def _pct(v: float) -> str:
     """A proportion as the CSV and Markdown tables write it (0.820: one unit everywhere)."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..evaluate import fmt_proportion
 
     return fmt_proportion(v)
@@ -58,7 +63,7 @@ def evaluate(
     Writes results.json (config, versions, git commit, models, per-cell n / accuracy / interval /
     no-answer rate), CSV and Markdown tables and, with the plots extra, PNG plots.
     """
-    from ..errors import ConfigError
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..evaluate import evaluate_frame, write_tables
     from ..reporting.results import results_document, write_results
 
@@ -66,8 +71,6 @@ def evaluate(
         k_list = [int(k) for k in ks.split(",")] if ks else None
     except ValueError:
         raise ConfigError(f"--k: expected comma-separated integers, got {ks!r}") from None
-    from ..io import FileSamples, check_out
-
     check_out(out or Path(f"{file.stem}_evaluation"), folder=True)
     if scored is not None:
         check_out(scored)
@@ -92,7 +95,6 @@ def evaluate(
     note(f"wrote {', '.join(p.name for p in written)} to {out_dir}", highlight=False)
     if scored is not None:
         from ..evaluate import scored_entries
-        from ..io import iter_entries, write_entries
 
         write_entries(scored_entries(iter_entries(file), result, mode=m), scored, "json")  # type: ignore[arg-type]
         note(f"wrote the scored file to {scored}", highlight=False)
@@ -101,6 +103,7 @@ def evaluate(
 def _plots(result: Any, out_dir: Path, mode: str) -> list[Path]:
     """The accuracy plot, trigger heatmap and (reasoning models) the reasoning-length plot; a plot that cannot be
     drawn (no matplotlib, an error) is a warning."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..reporting.plots import plot_accuracy, plot_or_warn, plot_reasoning, plot_trigger_heatmap
 
     drawn = [plot_or_warn(plot_accuracy, result.accuracy, out_dir / "accuracy.png", mode=mode),
@@ -117,6 +120,7 @@ def accuracy_table(acc: Any, title: str, keys: tuple[str, ...] = ()) -> Table:
     decimals, no-answers; then a "mean over datasets" row per combination measured on several datasets."""
     import pandas as pd
 
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..evaluate import MEAN_OVER_DATASETS, mean_over_datasets
 
     keys = (*keys, "dataset", "split", "model", "instruction", "cot_trigger", "answer_extraction")

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..console import console, print_json
-from ..io import check_out
-from .evaluate import ModeOption
+from ..collection import Collection
+from ..config import read_yaml_mapping
+from ..console import console, print_json, stdout
+from ..io import FileSamples, atomic_write, check_out
+from .evaluate import ModeOption, accuracy_table
 
 if TYPE_CHECKING:
     from ..answers import Mode
@@ -43,7 +45,7 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout: the counts and every flipped pair."),
 ) -> None:
     """Which samples flipped between two runs: fixed (wrong → right) and broken (right → wrong)."""
-    from ..io import atomic_write
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..reporting.runs import compare_runs
 
     if out is not None:
@@ -77,6 +79,7 @@ def merge(
 
     The files are read a sample at a time into an on-disk index next to --out (as much free disk as the output).
     """
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..reporting.runs import merge_files
 
     check_out(out)
@@ -95,10 +98,8 @@ def evaluate_(
     as_json: bool = typer.Option(False, "--json", help="The table as JSON records on stdout."),
 ) -> None:
     """Accuracy of every file (every file of a folder), one table: evaluate's columns, with a mean-over-datasets row."""
-    from ..console import stdout
-    from ..io import atomic_write
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..reporting.runs import evaluate_folder
-    from .evaluate import accuracy_table
 
     if out is not None:
         check_out(out)
@@ -121,6 +122,7 @@ def prompts(
     out: Path = typer.Option(..., "--out", help="JSON lines: one prompt per line."),
 ) -> None:
     """Export the full text of every CoT and answer-extraction prompt (rebuilt from templates and fragment ids)."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..reporting.runs import export_prompts
 
     check_out(out)
@@ -136,6 +138,7 @@ def outliers(
     as_json: bool = typer.Option(False, "--json", help="Every outlier as JSON records on stdout."),
 ) -> None:
     """CoTs of outlying length (empty, truncated, run-away) per dataset and model/prompt."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..reporting.runs import length_outliers
 
     table = length_outliers(file, which="reference" if reference else "generated", k=k)
@@ -155,8 +158,8 @@ def best(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout: accuracy per dataset and column, and the best cells."),
 ) -> None:
     """Accuracy per dataset × model/prompt with the best cell of each dataset marked."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..evaluate import evaluate_frame
-    from ..io import FileSamples
     from ..reporting.runs import accuracy_pivot, best_cells, highlight_best
 
     mode: Mode = "flexible" if flexible else "strict"  # the file read a sample at a time, scored without a per-answer table
@@ -181,8 +184,7 @@ def chain(
     db: Path | None = typer.Option(None, "--db", help="Completion store."),
 ) -> None:
     """Run a flexible chain or the self-reflection stage; results are stored as CoTs / answers of the file."""
-    from ..collection import Collection
-    from ..config import read_yaml_mapping
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..generation import chains
 
     runs = {"generate-extract": chains.self_generate_extract, "generate": chains.self_generate,

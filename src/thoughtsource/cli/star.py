@@ -22,7 +22,9 @@ import typer
 from pydantic import BaseModel, Field
 
 from ..console import console
-from ..star.config import StarConfig
+from ..interrupt import graceful_sigint
+from ..io import atomic_write, check_out
+from ..star.config import CONFIGS_DIR, StarConfig, config_names, config_path
 from .config_options import GivenOptions, config_options, options, set_path
 
 star_app = typer.Typer(help="STaR: bootstrap reasoning with rationale generation and rationalization.", no_args_is_help=True)
@@ -74,6 +76,7 @@ def _digits(value: str) -> tuple[int, int]:
 
 def _apply_options(data: dict[str, Any], given: GivenOptions) -> None:
     """``--set`` and the named options over ``data`` (a StarConfig as a dict): options not given change nothing."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..star.tasks import task_class, task_option_types
 
     given.apply(StarConfig, data)
@@ -108,8 +111,7 @@ def run(
     given: GivenOptions,
 ) -> None:
     """Run STaR (or a baseline) and write metrics, rationales, checkpoints and plots under --out."""
-    from ..io import check_out
-    from ..star.config import config_path
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..star.seeds import parse_seeds, run_seeds, seed_dir
 
     if not out.is_file():  # (a file there is the loop's ConfigError: --out is the run's folder)
@@ -125,8 +127,6 @@ def run(
         data = StarConfig.from_file(resumed).model_dump(mode="json")
     _apply_options(data, given)
     cfg = StarConfig.from_dict(data, path=str(config_path(config)) if config else None)
-    from ..interrupt import graceful_sigint
-
     with _results_to_stdout(as_json), graceful_sigint():  # Ctrl-C while the model decodes: stop between steps
         if seed_list is None:
             from ..star import loop
@@ -148,6 +148,7 @@ def run(
 
 def run_result(out: Path, summary: dict[str, Any]) -> dict[str, Any]:
     """What ``star run --json`` prints: the run's statistics (:func:`star.analysis.accuracy.run_stats`) and its summary."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..star.analysis.accuracy import run_stats
 
     return {"out": str(out), "seeds": summary.get("seeds"), "config": summary["config"],
@@ -205,6 +206,7 @@ def _print_tables(tables: list[Any]) -> None:
 
 def _print_summary(summary: dict[str, Any]) -> None:
     """The training funnel, then accuracy ± interval per iteration, the best iteration and iteration 0 comparisons."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..star.analysis import compare_runs as report
 
     pseudo = any(m.get("train_target") == "pseudo_label" for m in summary["iterations"])
@@ -222,8 +224,6 @@ def _print_summary(summary: dict[str, Any]) -> None:
 @star_app.command("configs")
 def configs(as_json: bool = typer.Option(False, "--json", help="Names, files and descriptions as JSON on stdout.")) -> None:
     """The run configs shipped in the package, for ``star run --config NAME``: name and what it runs."""
-    from ..star.config import CONFIGS_DIR, config_names
-
     rows = []
     for name in config_names():
         path = CONFIGS_DIR / f"{name}.yaml"
@@ -254,7 +254,7 @@ def base(
     ``generate`` and ``serve-model``.  Its accuracy per digit count (dev set) is printed and kept in
     ``thoughtsource_base.json``.
     """
-    from ..io import check_out
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..star.scratch_model import BaseConfig, build_base
 
     check_out(out.parent, folder=True)
@@ -289,7 +289,7 @@ def compare(
 ) -> None:
     """Several runs side by side: accuracy ± Wilson interval per iteration, the best iteration (on dev),
     and each run against the reference and against its own iteration 0 (Fisher's exact test)."""
-    from ..io import check_out
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..star.analysis import compare_runs as report
 
     for path in (out, markdown):
@@ -319,7 +319,7 @@ def report_cmd(
 ) -> None:
     """The Markdown tables of a STaR report (docs/star-results.md): accuracies with intervals, best
     iterations, significance of each comparison, per-group tables, seeds and rationale filter counts."""
-    from ..io import check_out
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..star.analysis import compare_runs as report
 
     check_out(out)
@@ -338,6 +338,7 @@ def audit(
     texts and fingerprints with the log; exit status 1 when anything differs."""
     import secrets
 
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..star.audit import regenerate_sample
 
     with _results_to_stdout(as_json):
@@ -351,8 +352,6 @@ def audit(
 
 
 def _write_text(path: Path, text: str) -> None:
-    from ..io import atomic_write
-
     with atomic_write(path) as fh:
         fh.write(text)
     console.print(f"wrote {path}")

@@ -13,7 +13,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ..console import note
+from ..collection import MergeIndex
+from ..console import note, progress
+from ..errors import DataError
+from ..io import Entry, FileSamples, atomic_write, write_json
+from .generate import old_name
 
 if TYPE_CHECKING:
     from ..reporting.stats import StatsReport
@@ -51,19 +55,14 @@ def stats(
     json_out: bool = typer.Option(True, "--json/--no-json", help="Also write every table as stats.json."),
 ) -> None:
     """Statistics of datasets (the paper's Table 6, Figures 1 and 2): stats.md, stats.json and PNGs."""
-    from ..io import atomic_write, write_json
+    # pandas and the statistics, imported when the command runs: `thoughtsource --help` stays fast
     from ..reporting.stats import compute_stats, render_markdown
-    from .generate import old_name
 
     n = old_name(ngram, n, "--ngram", "--n") or 3
     t0 = time.perf_counter()
     if file and len(file) == 1 and not datasets and not all_available:  # one file: read a sample at a time
-        from ..io import FileSamples
-
         report = compute_stats(FileSamples(file[0]), tokenizer=tokenizer.value, n=n, split=split, sort_datasets=True)
         if not int(report.counts["samples"].sum()):
-            from ..errors import DataError
-
             raise DataError("no samples to describe" + (f" (split {split!r})" if split else ""))
         note(f"{int(report.counts['samples'].sum()):,} samples in {len(report.datasets)} dataset(s): "
              f"{', '.join(report.datasets)}", highlight=False)
@@ -113,11 +112,8 @@ def _merged_stats(datasets: list[str], files: list[Path], data_dir: Path | None,
     generated CoTs are attached).  Without names or files: every registered dataset, with the splits whose raw files
     are present locally (nothing is downloaded).  Memory: the largest named dataset, not their sum, nor the files'.
     """
+    # the registry, pandas and the statistics, imported when the command runs: `thoughtsource --help` stays fast
     from .. import datasets as registry
-    from ..collection import MergeIndex
-    from ..console import progress
-    from ..errors import DataError
-    from ..io import Entry, FileSamples
     from ..reporting.stats import compute_stats
 
     explicit = not all_available and (bool(datasets) or bool(files))

@@ -7,14 +7,12 @@ Every completion ``generate`` (and STaR, chains, the demo) receives is committed
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from ..console import note, print_json, stdout
-
-if TYPE_CHECKING:
-    from ..store import CompletionStore
+from ..errors import StoreError
+from ..store import CompletionStore, default_path
 
 app = typer.Typer(help="The completion store: path, ls, stats, clear.", no_args_is_help=True)
 
@@ -22,16 +20,11 @@ DB = typer.Option(None, "--db", help="A store file \\[default: $THOUGHTSOURCE_HO
 
 
 def _path(db: Path | None) -> Path:
-    from ..store import default_path
-
     return db if db is not None else default_path()
 
 
 def _open(db: Path | None) -> CompletionStore:
     """The store, which must exist: reading or clearing a store that is not there creates nothing."""
-    from ..errors import StoreError
-    from ..store import CompletionStore
-
     path = _path(db)
     if not path.is_file():
         raise StoreError(f"{path}: no completion store there (nothing generated yet, or a wrong --db)")

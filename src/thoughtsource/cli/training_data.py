@@ -44,6 +44,7 @@ def training_data(
     sft / messages: the correct CoTs (STaR: the kept rationales, iter_N/train.jsonl); preference: correct against
     incorrect CoTs of one model for the same prompt (STaR: kept against rejected rationales); stepwise / prm800k: the
     annotator's step labels.  CoTs of test and validation samples only with --include-eval-splits.  `datasets.load_dataset(OUT)` reads the folder."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..training_data import export
 
     options = [

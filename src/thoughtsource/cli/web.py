@@ -11,23 +11,23 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from .. import paths
+from ..collection import Collection
 from ..console import console, stdout
-from ..errors import DataError
+from ..errors import AuthError, DataError, StoreError
+from ..interrupt import ctrl_c_stops
+from ..listen import bind
 
 DB_HELP = "Annotation database (SQLite; default: annotations.sqlite in the thoughtsource home folder)."
 
 
 def _db_path(db: Path | None) -> Path:
-    from .. import paths
-
     return db if db is not None else paths.home() / "annotations.sqlite"
 
 
 def _existing_db(db: Path | None) -> Path:
     """The database of a command that reads or changes what is already there: a mistyped path is an error,
     never a new empty database that reports nothing."""
-    from ..errors import StoreError
-
     path = _db_path(db)
     if not path.is_file():
         raise StoreError(f"{path}: no annotation database here (it is made by `thoughtsource serve` or `users add`; "
@@ -70,8 +70,7 @@ def serve(
                    "without it the client address is the connection's, whatever the headers say."),
 ) -> None:
     """Serve the viewer and annotator (log in with an account made by `thoughtsource users add`)."""
-    from ..interrupt import ctrl_c_stops
-    from ..listen import bind
+    # fastapi (the web extra) and the app, imported when serve runs: `thoughtsource --help` stays fast
     from ..web.app import ServeSettings, create_app, default_allowed_hosts, make_server
     from ..web.db import AnnotationDB
 
@@ -111,8 +110,6 @@ def _has_terminal() -> bool:
 def _read_password(from_stdin: bool) -> str:
     """The password: the first line of stdin with --password-stdin, else asked twice on the terminal.  Without a
     terminal and without --password-stdin it is refused at once (getpass warned and the command exited 130)."""
-    from ..errors import AuthError
-
     if from_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     elif not _has_terminal():
@@ -138,7 +135,7 @@ def users_add(
     """Create an account; the password is asked for (or read from stdin) and stored as an argon2 hash.
 
     Names are normalised (surrounding spaces removed, case folded): "Alice " logs in as "alice"."""
-    from ..errors import AuthError
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.auth import hash_password
     from ..web.db import MAX_NAME, AnnotationDB, normalize_name
 
@@ -156,6 +153,7 @@ def users_passwd(
     password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin (for scripts)."),
 ) -> None:
     """Set a new password; ends the user's open sessions."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.auth import hash_password
     from ..web.db import AnnotationDB
 
@@ -167,6 +165,7 @@ def users_passwd(
 @users_app.command("list")
 def users_list(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """List the accounts and their roles."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.db import AnnotationDB
 
     path = _existing_db(db)
@@ -183,6 +182,7 @@ def users_list(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> No
 def users_role(name: str = typer.Argument(..., help="User name."), role: Role = typer.Argument(..., help="viewer, annotator or admin."),
                db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Change a user's role (ends their sessions)."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.db import AnnotationDB
 
     AnnotationDB(_existing_db(db)).set_role(name, role.value)
@@ -192,6 +192,7 @@ def users_role(name: str = typer.Argument(..., help="User name."), role: Role = 
 @users_app.command("disable")
 def users_disable(name: str = typer.Argument(..., help="User name."), db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Disable an account: its sessions end, it cannot log in, its API tokens stop working; annotations stay."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.db import AnnotationDB
 
     AnnotationDB(_existing_db(db)).set_disabled(name, True)
@@ -201,6 +202,7 @@ def users_disable(name: str = typer.Argument(..., help="User name."), db: Path |
 @users_app.command("enable")
 def users_enable(name: str = typer.Argument(..., help="User name."), db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Enable a disabled account."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.db import AnnotationDB
 
     AnnotationDB(_existing_db(db)).set_disabled(name, False)
@@ -211,6 +213,7 @@ def users_enable(name: str = typer.Argument(..., help="User name."), db: Path | 
 def users_remove(name: str = typer.Argument(..., help="User name."), db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Remove an account: its sessions, tokens and assignments are deleted; its annotations stay, and its name and id
     are never given to a new account (the annotations carry the name)."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.db import AnnotationDB
 
     AnnotationDB(_existing_db(db)).remove_user(name)
@@ -231,6 +234,7 @@ def tasks_assign(
     """Spread the samples over annotators, each sample to K of them, loads within one sample of each other.
 
     Replaces earlier assignments.  Each annotator's queue is in a seeded random order; "Next for me" walks it."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.assign import assign
     from ..web.data import ServedData
     from ..web.db import AnnotationDB, normalize_name
@@ -259,6 +263,7 @@ def tasks_assign(
 def tasks_progress(files: list[Path] = typer.Argument(..., help="The ThoughtSource files that are served."),
                    db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Per annotator: assigned samples in which every CoT has their annotation."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.data import ServedData, sample_done
     from ..web.db import AnnotationDB
 
@@ -284,8 +289,7 @@ def tokens_create(name: str = typer.Argument(..., help="The user the token reads
                   label: str = typer.Option("export", help="What the token is for."),
                   db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Create a token; it is printed once (only its hash is stored).  Use: curl -H "Authorization: Bearer TOKEN" .../export"""
-    from .. import paths
-    from ..errors import StoreError
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.auth import Sessions, load_or_create_secret
     from ..web.db import AnnotationDB
 
@@ -301,6 +305,7 @@ def tokens_create(name: str = typer.Argument(..., help="The user the token reads
 @tokens_app.command("list")
 def tokens_list(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """List tokens (never the tokens themselves)."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.db import AnnotationDB
 
     table = Table(title="API tokens")
@@ -315,7 +320,7 @@ def tokens_list(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> N
 def tokens_revoke(token_id: int = typer.Argument(..., help="Token id (see tokens list)."),
                   db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """Revoke a token."""
-    from ..errors import StoreError
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.db import AnnotationDB
 
     if not AnnotationDB(_existing_db(db)).revoke_token(token_id):
@@ -350,6 +355,7 @@ def annotations_export(
     Adjudicated labels are exported too (marked "adjudicated": true); prm-jsonl takes them as the final labels.
     Stored step labels that contradict themselves (stored before the rule was checked) are listed on stderr, and
     with --strict nothing is written."""
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.data import ServedData, step_label_problems
     from ..web.db import AnnotationDB, normalize_name
 
@@ -382,7 +388,7 @@ def annotations_import(
     """Store the annotations of ThoughtSource files (each author's, and adjudicated ones) in the database.
 
     The inverse of `annotations export`: exporting again gives the same annotations."""
-    from ..collection import Collection
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..web.data import ServedData, rows_from_collection, step_label_problems
     from ..web.db import AnnotationDB
 
@@ -409,6 +415,7 @@ def agreement(
     as_json: bool = typer.Option(False, "--json", help="Print JSON to stdout instead of a table."),
 ) -> None:
     """Krippendorff's alpha per label and pairwise Cohen's kappa, over items labelled by >= 2 annotators."""
+    # web.app needs fastapi (the web extra); imported when the command runs: `thoughtsource --help` stays fast
     from ..web.agreement import agreement as compute
     from ..web.app import DEFAULT_LABELS
     from ..web.db import AnnotationDB

@@ -27,7 +27,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..backends.base import Backend
+from ..console import progress
 from ..errors import BackendError, ConfigError
+from ..interrupt import graceful_sigint
 from ..io import Entry
 from ..prompts import Fragments, load_fragments
 from ..prompts.build import answer_prompt
@@ -190,8 +192,6 @@ class _Session:
                 if backend is None and close_backend:
                     await be.aclose()
 
-        from ..interrupt import graceful_sigint
-
         self.ran = True
         with graceful_sigint():  # Ctrl-C during in-process decoding: stop between steps, keep what finished
             run_coroutine(main)
@@ -212,8 +212,6 @@ class _Session:
 async def _call(units: list[CotUnit], backend: Backend, store: CompletionStore, cfg: GenerateConfig, fragments: Fragments,
                 identity: dict[str, Any], report: GenerateReport, show_progress: bool) -> None:
     """Steps 2 to 4 for every unit: its CoT from the store or the backend, then each of its answer extractions."""
-    from ..console import progress
-
     counters = getattr(backend, "counters", None)
     retries_before = counters.retries if counters is not None else 0  # a backend passed in may have run before
     total = sum(1 + len(u.extractions) for u in units)

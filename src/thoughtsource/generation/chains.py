@@ -34,10 +34,11 @@ from typing import Any
 
 from ..backends.base import Backend
 from ..errors import ConfigError
+from ..extract import extract, is_correct, sample_gold
 from ..prompts import AUTO, Fragments, load_fragments
 from ..prompts.build import resolve_extraction
 from ..prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, format_choices, render, template_problems
-from ..schema import Answer, GeneratedCot, Sample, SampleSource
+from ..schema import Answer, GeneratedCot, Sample, SampleSource, model_name
 from ..store import CompletionStore, StoredCompletion
 from .attach import stable_id
 from .config import GenerateConfig, make_backend
@@ -73,8 +74,6 @@ class Target:
     reflections: bool = False
 
     def matches(self, cot: GeneratedCot) -> bool:
-        from ..schema import model_name
-
         if not self.reflections and isinstance(cot.model, dict) and cot.model.get("chain") == "self_reflect":
             return False
         if self.with_answer and not any(a.answer and a.answer.strip() for a in cot.answers):
@@ -352,8 +351,6 @@ class ReflectionChange:
 
 def reflection_changes(collection: SampleSource, mode: str = "strict") -> list[ReflectionChange]:
     """For every self-reflection: the answer before and after, each scored (strict or flexible extraction)."""
-    from ..extract import extract, is_correct, sample_gold
-
     out = []
     for d, s, sample in collection.samples():
         by_id = {c.id: c for c in sample.generated_cot}

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..prompts import load_fragments
+
 log = logging.getLogger(__name__)
 
 #: Keys of the published config that do not apply here: accepted, ignored, noted in the log.
@@ -134,8 +136,6 @@ def service_for(api_service: str, engine: str) -> Service:
 def _expand_keys(value: Any, kind: str, fragments_files: Any, *, none_as: str | None) -> Any:
     """The published "all" (None first, then every fragment id of the kind) and None entries, in our terms."""
     if value == "all":
-        from ..prompts import load_fragments
-
         value = [None, *load_fragments(list(fragments_files or [])).of_kind(kind)]
     if isinstance(value, list):
         value = [none_as if k in (None, "none", "None") else k for k in value]

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..backends.base import Backend, Request
 from ..errors import BackendError
+from ..interrupt import Interrupted
 from ..store import CompletionStore, NoStore, StoredCompletion, completion_key
 
 log = logging.getLogger(__name__)
@@ -149,8 +150,6 @@ class Runner:
 
     async def _send(self, batch: list[tuple[str, Request, asyncio.Future[tuple[StoredCompletion, bool]]]]) -> None:
         """Call the backend for claimed keys; commit each completion, then resolve its future."""
-        from ..interrupt import Interrupted
-
         try:
             completions = await self.backend.complete([r for _, r, _ in batch])
             if len(completions) != len(batch):

@@ -15,6 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import MissingDependencyError, require
+from ..evaluate import COMBINATION
+from ..io import atomic_write
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -24,8 +28,6 @@ __all__ = ["heatmap_cells", "plot_accuracy", "plot_or_warn", "plot_reasoning", "
 
 
 def _pyplot() -> Any:
-    from ..errors import require
-
     require("matplotlib", extra="plots", purpose="plotting")
     import matplotlib
 
@@ -36,8 +38,6 @@ def _pyplot() -> Any:
 
 
 def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
-    from ..io import atomic_write
-
     out = Path(path)
     with atomic_write(out, "wb") as fh:
         fig.savefig(fh, format="png", dpi=150, bbox_inches="tight")
@@ -69,8 +69,6 @@ def plot_accuracy(
     """Horizontal dot plot: accuracy (%) of each combination with its 95% Wilson interval and n."""
     plt = _pyplot()
     import numpy as np
-
-    from ..evaluate import COMBINATION
 
     frame = accuracy if mode is None else accuracy[accuracy["mode"] == mode]
     frame = frame.sort_values("accuracy", ascending=True, kind="stable").tail(max_rows)
@@ -225,8 +223,6 @@ def plot_or_warn(draw: Callable[..., Path], *args: Any, **kwargs: Any) -> Path |
 
     Plots come after the numbers: a command whose results are computed and written must not die on a plot.
     """
-    from ..errors import MissingDependencyError
-
     name = Path(args[1]).name if len(args) > 1 else getattr(draw, "__name__", "plot")
     try:
         return draw(*args, **kwargs)

@@ -15,14 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..collection import Collection, MergeIndex
 from ..errors import DataError
+from ..evaluate import evaluate_frame
+from ..io import FileSamples, atomic_write, write_entries
 from ..prompts import load_fragments
 from ..prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, VARIABLES, Templates, template_problems
+from ..schema import model_name
+from .plots import row_label
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from ..collection import Collection
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +34,6 @@ COMBINATION_KEY = ["instruction", "cot_trigger", "answer_extraction"]
 
 
 def _collection(obj: Any) -> Collection:
-    from ..collection import Collection
-
     return obj if isinstance(obj, Collection) else Collection.load(obj)
 
 
@@ -108,8 +109,6 @@ def compare_runs(
     ``{"instruction": "refl-01"}`` for self-reflection) the selected answers are paired by sample only, so
     two prompts of one file can be compared.  The first CoT's answer of each pair key is used.
     """
-    from ..evaluate import evaluate_frame
-
     frames = []
     for run in (a, b):
         answers = evaluate_frame(_collection(run), modes=(mode,), mode=mode).answers
@@ -148,8 +147,6 @@ class FolderMerge:
 def merge_folder(folder: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], pattern: str = "*.json") -> FolderMerge:
     """Every file of a folder (or of several files and folders) merged into one collection (same sample: CoTs
     combined; conflicts listed, never overwritten)."""
-    from ..collection import Collection
-
     files = _files(folder, pattern)
     merged = Collection(data={})
     for path in files:
@@ -173,9 +170,6 @@ def merge_files(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     (:class:`~thoughtsource.collection.MergeIndex`: as much free disk as the output), then written out in order of
     first appearance (:func:`~thoughtsource.io.write_entries`), grouped by dataset and split as the merged collection is.
     """
-    from ..collection import MergeIndex
-    from ..io import FileSamples, write_entries
-
     files = _files(paths, pattern)
     out = Path(out)
     conflicts: list[str] = []
@@ -191,9 +185,6 @@ def evaluate_folder(folder: str | os.PathLike[str] | Sequence[str | os.PathLike[
     """The accuracy table of every file of a folder (or of several files and folders), one block per file (column ``file``).
     Each file is read a sample at a time and scored without a per-answer table: memory does not follow the files."""
     import pandas as pd
-
-    from ..evaluate import evaluate_frame
-    from ..io import FileSamples
 
     tables = []
     for path in _files(folder, pattern):
@@ -266,8 +257,6 @@ def export_prompts(collection: Any, out: str | os.PathLike[str], **kwargs: Any) 
     ``{dataset, split, sample_id, cot_id, answer_id, stage, prompt}``.  Returns the number of lines."""
     import json
 
-    from ..io import atomic_write
-
     c = _collection(collection)
     full_text_prompts(c, **kwargs)
     n = 0
@@ -290,8 +279,6 @@ def length_outliers(collection: Any, *, which: Literal["generated", "reference"]
     """CoTs whose length in words lies outside [Q1 − k·IQR, Q3 + k·IQR] of their group (dataset, and for generated
     CoTs model + instruction + trigger): truncated, empty or run-away generations.  Sorted by how far out."""
     import pandas as pd
-
-    from ..schema import model_name
 
     rows = []
     for d, s, sample in _collection(collection).samples():
@@ -359,8 +346,6 @@ def accuracy_pivot(accuracy: pd.DataFrame, *, rows: str = "dataset",
                    columns: Sequence[str] = ("model", "instruction", "cot_trigger")) -> pd.DataFrame:
     """An evaluation accuracy table as rows × columns (default dataset × model/instruction/trigger; the answer
     extraction, which ``auto`` picks per answer type, is averaged over), for :func:`highlight_best`."""
-    from .plots import row_label
-
     frame = accuracy.copy()
     frame["column"] = [row_label(r, list(columns)) for r in frame[list(columns)].to_dict("records")]  # names its fields
     return frame.pivot_table(index=rows, columns="column", values="accuracy", aggfunc="mean")

@@ -35,8 +35,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pandas as pd
 
+from ..console import progress as make_progress
+from ..datasets import DATASETS, spec
+from ..embedded import embedded_model_dir
 from ..errors import ConfigError
-from ..io import Entry, FileSamples
+from ..io import Entry, FileSamples, data_entries, iter_entries
 from ..schema import ANSWER_TYPES
 
 if TYPE_CHECKING:
@@ -94,8 +97,6 @@ class HFTokenizer:
 
     def __init__(self, path: str | None = None) -> None:
         from transformers import AutoTokenizer
-
-        from ..embedded import embedded_model_dir
 
         self.path = path or str(embedded_model_dir())
         self.name = "embedded" if path is None else f"hf:{self.path}"
@@ -254,8 +255,6 @@ def _texts(samples: Sequence[Any], name: str) -> list[str]:
 
 def count_table(collection: Collection) -> pd.DataFrame:
     """Per dataset and split: samples, samples per answer type, reference and generated CoTs."""
-    from ..io import data_entries
-
     acc = _Accumulator(get_tokenizer("word"), texts=False)
     for e in data_entries(collection.data):
         acc.add(e)
@@ -381,16 +380,12 @@ def compute_stats(
     the texts; so is a stream of :class:`~thoughtsource.io.Entry` items (``stats`` of several inputs merges them on disk
     and passes ``MergeIndex.entries()``).  ``split``: only that split (datasets without it left out); ``sort_datasets``:
     datasets by name."""
-    from ..console import progress as make_progress
-
     tok = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
     if n < 1:
         raise ConfigError(f"n-gram size must be at least 1, got {n}")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     acc = _Accumulator(tok)
-    from ..io import data_entries, iter_entries
-
     if isinstance(collection, FileSamples):
         entries: Iterable[Entry] = iter_entries(collection.path)
     elif hasattr(collection, "data"):
@@ -478,8 +473,6 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = "{:.1f}", na: str = "") -> 
 
 def _paper_table6(dataset: str) -> PaperTable6 | None:
     """A registered dataset's row of the ThoughtSource paper's Table 6 (its spec's ``paper_table6``), else None."""
-    from ..datasets import DATASETS, spec
-
     return spec(dataset).paper_table6 if dataset in DATASETS else None
 
 
@@ -487,8 +480,6 @@ def __getattr__(name: str) -> Any:
     """``PAPER_TABLE6`` (dataset name → its Table 6 row), now each dataset's ``DatasetSpec.paper_table6``: kept for one
     release."""
     if name == "PAPER_TABLE6":
-        from ..datasets import DATASETS
-
         return {d: row for d in DATASETS if (row := _paper_table6(d)) is not None}
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import require
+from ..io import atomic_write
 from .stats import FIELD_LABELS, FIELDS, OVERLAP_FIELDS, overlap_matrix
 
 if TYPE_CHECKING:
@@ -33,8 +35,6 @@ _RC = {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.label
 
 
 def _pyplot() -> Any:
-    from ..errors import require
-
     require("matplotlib", extra="plots", purpose="plotting")
     import matplotlib
 
@@ -46,8 +46,6 @@ def _pyplot() -> Any:
 
 def save_figure(fig: Figure, path: str | Path, formats: Sequence[str] = ("png",), dpi: int = 100) -> list[Path]:
     """Write ``path`` with each suffix in ``formats`` (atomically) and close the figure."""
-    from ..io import atomic_write
-
     plt = _pyplot()
     written = []
     stem = Path(path).with_suffix("")

@@ -34,6 +34,7 @@ from .data import UPLOAD_SUFFIXES, ServedData, id_clash, sample_done
 from .db import ROLES, STEP_KEY, STEP_VALUES, AnnotationDB, CotRef, User, step_labels_problem
 from .limits import MAX_UPLOAD_BYTES
 from .routes import DB, CurrentUser, Data, Settings, annotation_db, check_csrf, render, sample_path, served_data
+from .similarity import sentences
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +112,6 @@ def _step_editor(data: ServedData, d: agreement_mod.Disagreement) -> dict[str, A
     """Per step: its text and the value to preselect (the final one, else the annotators' majority, else none)."""
     from collections import Counter
 
-    from .similarity import sentences
-
     steps = sentences(data.cot(d.ref).cot or "")
     start = d.final if isinstance(d.final, dict) else None
     rows = []
@@ -139,8 +138,6 @@ async def adjudicate_steps(request: Request, user: CurrentUser) -> Response:
     field = {k: v for k, v in form.items() if isinstance(v, str)}
     data = served_data(request)
     ref = data.cot_ref(field.get("dataset", ""), field.get("split", ""), field.get("sample_id", ""), field.get("cot_id", ""))
-    from .similarity import sentences
-
     n = len(sentences(data.cot(ref).cot or ""))
     choice = {"": None, "1": 1, "0": 0, "-1": -1}
     try:
@@ -210,8 +207,6 @@ def adjudicate(request: Request, user: CurrentUser, data: Data, db: DB, settings
         if not isinstance(parsed, bool):
             raise BadFinalValue(f"{key!r} takes true or false")
     else:
-        from .similarity import sentences
-
         n = len(sentences(data.cot(ref).cot or ""))
         steps = parsed.get("labels") if isinstance(parsed, dict) else None
         first = parsed.get("first_error") if isinstance(parsed, dict) else None

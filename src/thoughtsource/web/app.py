@@ -28,6 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from .. import paths
 from ..collection import Collection
 from ..errors import DataError, ThoughtSourceError
+from . import admin, routes
 from .auth import SESSION_COOKIE, Forbidden, LoginThrottle, NotAuthenticated, Sessions, bearer, load_or_create_secret
 from .data import UPLOAD_SUFFIXES, NotFound, ServedData, id_clash, legacy_cot_ids
 from .db import AnnotationDB, CotRef, User
@@ -151,8 +152,6 @@ def default_allowed_hosts(host: str) -> list[str] | None:
 def create_app(settings: ServeSettings, data: ServedData | None = None) -> FastAPI:
     """The app: its state (database, served data, sessions, ...), pages, API and admin routes, middleware (body
     limits, security headers, Host check) and the mapping of errors to HTTP.  ``settings`` were validated when made."""
-    from . import admin, routes
-
     db = AnnotationDB(settings.db)
     secret = load_or_create_secret(settings.secret_dir or paths.home())
     app = FastAPI(title="thoughtsource annotator", docs_url=None, redoc_url=None, openapi_url=None)

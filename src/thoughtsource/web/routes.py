@@ -24,7 +24,7 @@ from .data import Filters, Item, NotFound, ServedData, sample_done, write_csv
 from .db import AnnotationDB, CotRef, User
 from .presenters import sample_path
 from .settings import ServeSettings
-from .similarity import pairwise
+from .similarity import pairwise, sentences
 
 log = logging.getLogger(__name__)
 
@@ -397,8 +397,6 @@ class StepIn(CotIn):
 @api.put("/steps")
 def put_step(request: Request, body: StepIn, user: CurrentUser, data: Data, db: DB) -> dict[str, Any]:
     """Label one step (PRM800K's +1 / 0 / -1) or mark it the first error; the steps are the CoT's displayed sentences."""
-    from .similarity import sentences
-
     auth.require_writer(user)
     ref = _api_ref(request, user, body)
     n_steps = len(sentences(data.cot(ref).cot or ""))
