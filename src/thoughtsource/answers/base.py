@@ -62,7 +62,7 @@ class AnswerType:
         """Whether an extracted value (not None) is the gold one (not None)."""
         return bool(value == gold)
 
-    def vote_key(self, value: Any) -> Hashable:
+    def vote_key(self, value: Hashable) -> Hashable:
         """What self-consistency votes on: equal keys are the same answer."""
         return value
 
