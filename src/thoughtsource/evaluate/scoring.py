@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 ModeScore = tuple[Extraction, bool, bool, float]
 #: What an extraction is a pure function of: (text, answer type, mode, choices, source).
 MemoKey = tuple[str | None, str, Mode, tuple[str, ...], Source]
-#: A sample's gold (its answer in the form :func:`~thoughtsource.extract.extract` returns), read once per sample.
+#: Called with (dataset, split, sample, its gold in the form :func:`~thoughtsource.extract.extract` returns).
 OnSample = Callable[[str, str, Sample, object], None]
+#: Called with (dataset, split, sample, CoT index, CoT).
 OnCot = Callable[[str, str, Sample, int, GeneratedCot], None]
 
 
