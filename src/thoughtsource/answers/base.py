@@ -36,7 +36,7 @@ class AnswerType:
     """One answer type: everything that depends on it, in one place.
 
     A subclass sets :attr:`name` (the ``Sample.type`` it reads) and implements :meth:`extract` and :meth:`gold`;
-    the rest has defaults.  ``tests/answers/test_conformance.py`` runs every registered type through the same checks.
+    the rest has defaults.  ``tests/answers/test_answer_types.py`` runs every registered type through the same checks.
     """
 
     name: ClassVar[str]
