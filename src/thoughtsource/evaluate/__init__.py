@@ -28,10 +28,7 @@ both modes (``strict`` and ``flexible``, see :mod:`thoughtsource.extract`) and r
 ``{"accuracy": {model: {key: value}}}``.  Unlike the published ThoughtSource evaluation, ``number``, ``text``
 and ``collection`` answers are scored, not counted as wrong.
 
-Majority vote tie-breaking (documented contract): answers without an extractable value do not vote;
-among the values with the most votes, the one that occurs *first* in the samples' order wins
-(``[4, 3, 3, 4]`` -> 4); no votes at all -> no answer.  Numbers vote by value (rounded to 1e-6), text
-by its normalized form.
+Majority vote tie-breaking is a documented contract: see :mod:`.selfconsistency`.
 
 One module per concern: :mod:`.scoring` (one answer: its source, extraction and score), :mod:`.result`
 (:class:`Evaluation`), :mod:`.accuracy`, :mod:`.selfconsistency` (maj@k, pass@k), :mod:`.lengths` (reasoning

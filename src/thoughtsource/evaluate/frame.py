@@ -21,7 +21,7 @@ from .selfconsistency import majority_frame, sampling_table
 from .tables import write_tables
 from .verdicts import set_correct_answers
 
-log = logging.getLogger(__name__)
+log = logging.getLogger(__package__)  # "thoughtsource.evaluate", as before the split
 
 
 def evaluate_frame(
