@@ -26,9 +26,10 @@ from pathlib import Path
 
 from thoughtsource.collection import Collection
 from thoughtsource.datasets.cot_logs import log_to_samples, read_kojima_log_file
-from thoughtsource.evaluate import evaluate_frame, wilson_interval
+from thoughtsource.evaluate import evaluate_frame
 from thoughtsource.extract import extract, is_correct, sample_gold
 from thoughtsource.schema import Sample
+from thoughtsource.statistics import wilson_interval
 
 DATA = Path(os.environ.get("THOUGHTSOURCE_DATA") or os.environ.get("THOUGHTSOURCE_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 

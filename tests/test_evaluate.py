@@ -9,15 +9,9 @@ import pytest
 
 from thoughtsource.collection import Collection
 from thoughtsource.datasets.cot_logs import read_kojima_log_file, rescore_log, to_generated_cot
-from thoughtsource.evaluate import (
-    evaluate,
-    evaluate_frame,
-    majority_vote,
-    wilson_interval,
-    wilson_intervals,
-    write_tables,
-)
+from thoughtsource.evaluate import evaluate, evaluate_frame, majority_vote, write_tables
 from thoughtsource.schema import Answer, GeneratedCot, Sample, model_name
+from thoughtsource.statistics import wilson_interval, wilson_intervals
 
 
 def test_majority_vote_and_documented_tie_breaking() -> None:

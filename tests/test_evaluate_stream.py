@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from thoughtsource.cli import app
 from thoughtsource.collection import Collection
-from thoughtsource.evaluate import Evaluation, _verdicts, evaluate_frame, set_correct_answers, write_tables
+from thoughtsource.evaluate import Evaluation, evaluate_frame, set_correct_answers, write_tables
+from thoughtsource.evaluate.verdicts import answer_verdicts
 from thoughtsource.io import FileSamples
 from thoughtsource.reporting.results import model_records, results_document, write_results
 from thoughtsource.testing.scale import run_capped, run_cli_capped, write_replicated
@@ -102,7 +103,7 @@ def _assert_compact_same(loaded: Evaluation, compact: Evaluation, answers_csv: P
     for m in ("strict", "flexible"):
         assert compact.by_model(m) == loaded.by_model(m)
         assert compact.pooled_cells(m) == loaded.pooled_cells(m)
-        assert list(_verdicts(compact, m)) == list(_verdicts(loaded, m))
+        assert list(answer_verdicts(compact, m)) == list(answer_verdicts(loaded, m))
 
 
 def test_compact_evaluate_equals_the_per_answer_one_on_every_real_run(examples_dir: Path, tmp_path: Path) -> None:

@@ -357,7 +357,7 @@ def test_bad_arguments_raise() -> None:
     with pytest.raises(ValueError, match="mode"):
         extract("1", "number", mode="loose")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="answer type"):
-        extract("1", "date")
+        extract("1", "no-such-type")
 
 
 @pytest.mark.slow

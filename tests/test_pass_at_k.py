@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from thoughtsource.cli import app
 from thoughtsource.collection import Collection
-from thoughtsource.evaluate import bootstrap_interval, evaluate_frame, majority_at_k, majority_vote, pass_at_k
+from thoughtsource.evaluate import evaluate_frame, majority_at_k, majority_vote
 from thoughtsource.generation import generate
+from thoughtsource.statistics import bootstrap_interval, pass_at_k
 from thoughtsource.testing.fault_server import run_fault_server
 
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+#: ``Sample.type``: the names of the answer registry, ``thoughtsource.answers.ANSWER_TYPES`` (which sits above the
+#: schema, so pydantic's check of the field spells them here once; tests/answers/test_answer_types.py keeps the two equal).
 AnswerType = Literal["multiplechoice", "bool", "number", "text", "collection", "math"]
-ANSWER_TYPES: tuple[str, ...] = ("multiplechoice", "bool", "number", "text", "collection", "math")
+ANSWER_TYPES: tuple[str, ...] = get_args(AnswerType)
 
 BOOL_WORDS = {"true": True, "false": False, "yes": True, "no": False}
 _NUMBER_RE = re.compile(r"^[-+]?(\d+(,\d{3})*|\d*)(\.\d+)?$")

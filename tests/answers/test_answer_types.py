@@ -40,8 +40,8 @@ def test_type_is_one_module_with_its_name(name: str) -> None:
 
 
 def test_an_unknown_type_is_one_clear_error() -> None:
-    with pytest.raises(ThoughtSourceError, match=r"Unknown answer type 'date'.*math") as e:
-        answers.get("date")
+    with pytest.raises(ThoughtSourceError, match=r"Unknown answer type 'no-such-type'.*math") as e:
+        answers.get("no-such-type")
     assert isinstance(e.value, ValueError) and "\n" not in str(e.value)
 
 

@@ -88,7 +88,7 @@ def test_subset_cli_is_deterministic(data_dir: Path, tmp_path: Path) -> None:
 
 def test_subset_builder(data_dir: Path) -> None:
     c = build_subset(["gsm8k", "aqua", "asdiv"], n=20, seed=0, data_dir=data_dir)
-    assert {d: list(s) for d, s in c} == {"gsm8k": ["test"], "aqua": ["test"], "asdiv": ["train"]}
+    assert {d: list(s) for d, s in c.items()} == {"gsm8k": ["test"], "aqua": ["test"], "asdiv": ["train"]}
     ids = [x.id for x in c["gsm8k"]["test"]]
     assert len(ids) == len(set(ids)) == 20
     # source order, and every sample keeps its gold answer and reference CoT

@@ -14,7 +14,8 @@ from thoughtsource.schema import parse_number
 
 
 def _by_question(name: str, data_dir: Path) -> dict[str, object]:
-    stem = published_cots.sources(*name.split("/"))[0].name
+    dataset, split = name.split("/")
+    stem = published_cots.sources(datasets.spec(dataset), split)[0].name
     return {published_cots.normalize_question(r.question): r for r in read_kojima_log(data_dir / stem)}
 
 
@@ -65,10 +66,11 @@ def test_published_cots_can_be_turned_off_and_are_cached_separately(data_dir: Pa
 
 def test_attach_reports_rate_and_is_idempotent(data_dir: Path) -> None:
     samples = datasets.load("commonsense_qa", ["validation"], data_dir=data_dir, published_cots=False)["validation"][:50]
-    files = {s.name: data_dir / s.name for s in published_cots.sources("commonsense_qa", "validation")}
-    (report,) = published_cots.attach_published_cots("commonsense_qa", "validation", samples, files)
-    assert (report.records, report.matched, report.samples) == (1221, 50, 50)
-    published_cots.attach_published_cots("commonsense_qa", "validation", samples, files)
+    spec = datasets.spec("commonsense_qa")
+    files = {s.name: data_dir / s.name for s in published_cots.sources(spec, "validation")}
+    (report,) = published_cots.attach_published_cots(spec, "validation", samples, files)
+    assert (report.dataset, report.records, report.matched, report.samples) == ("commonsense_qa", 1221, 50, 50)
+    published_cots.attach_published_cots(spec, "validation", samples, files)
     assert all(len(s.generated_cot) == 1 for s in samples)
 
 
@@ -78,6 +80,7 @@ def test_the_logs_are_facts_of_their_datasets_spec() -> None:
     for d in with_logs:
         (log,) = datasets.spec(d).published_cots
         assert log.optional and log.format == "log" and log.name.startswith("kojima_logs/") and log.url.endswith(log.name[12:])
-        assert log.splits[0] in datasets.spec(d).splits and published_cots.sources(d, log.splits[0]) == [log]
-    assert published_cots.sources("gsm8k", "train") == [] and published_cots.sources("no_such_dataset", "test") == []
-    assert {d: datasets.spec(d).published_cots for d in with_logs} == published_cots.PUBLISHED  # the old name, one release
+        assert log.splits[0] in datasets.spec(d).splits and published_cots.sources(datasets.spec(d), log.splits[0]) == [log]
+    assert published_cots.sources(datasets.spec("gsm8k"), "train") == []
+    assert all(published_cots.sources(datasets.spec(d), s) == [] for d in datasets.DATASETS if d not in with_logs
+               for s in datasets.spec(d).splits)

@@ -12,6 +12,7 @@ from servers import static_server
 from typer.testing import CliRunner
 
 from thoughtsource.cli import app
+from thoughtsource.collection import Collection
 from thoughtsource.datasets._text import clean_text
 from thoughtsource.datasets.released import RELEASED, load_released, load_thoughtsource_subset, subset_ids
 from thoughtsource.errors import ChecksumError, DataError, UnknownNameError
@@ -23,7 +24,8 @@ TS_SPLITS = {"commonsense_qa": "validation", "med_qa": "test", "medmc_qa": "vali
 @pytest.mark.parametrize("size", [100, 33])
 def test_thoughtsource_subset_has_the_library_ids(size: int, data_dir: Path, examples_dir: Path) -> None:
     ids = (examples_dir / f"libs/cot/cot/datasets/thoughtsource/thoughtsource_{size}_ids.txt").read_text().split()
-    c, report = load_thoughtsource_subset(size, data_dir)
+    data, report = load_thoughtsource_subset(size, data_dir)
+    c = Collection(data=data)
     assert subset_ids(size, data_dir) == ids and len(ids) == 6 * size
     assert {d: {s: len(x) for s, x in sp.items()} for d, sp in c} == {d: {s: size} for d, s in TS_SPLITS.items()}
     got = [x.id for _, _, x in c.samples()]
@@ -34,8 +36,9 @@ def test_thoughtsource_subset_has_the_library_ids(size: int, data_dir: Path, exa
 
 
 def test_thoughtsource_100_samples_agree_with_the_released_ones(data_dir: Path) -> None:
-    c, _ = load_thoughtsource_subset(100, data_dir)
-    published = {s.id: s for _, _, s in load_released("ts167_cohere_command-xlarge-nightly", data_dir=data_dir).samples()}
+    c = Collection(data=load_thoughtsource_subset(100, data_dir)[0])
+    released = Collection(data=load_released("ts167_cohere_command-xlarge-nightly", data_dir=data_dir))
+    published = {s.id: s for _, _, s in released.samples()}
     for ds, _split, s in c.samples():
         p = published[s.id]
         assert s.answer == [clean_text(" ".join(a.split())) for a in p.answer], (ds, s.id)
@@ -51,7 +54,7 @@ def normalize(text: str) -> str:
 
 
 def test_released_collection_by_name(data_dir: Path) -> None:
-    c = load_released("ts100_gpt-4_zhou-01", data_dir=data_dir)
+    c = Collection(data=load_released("ts100_gpt-4_zhou-01", data_dir=data_dir))
     assert len(c) == 600 and sum(len(s.generated_cot) for _, _, s in c.samples()) == 600
     with pytest.raises(UnknownNameError):
         load_released("no-such-collection", data_dir=data_dir)
@@ -79,7 +82,7 @@ def test_released_collection_by_url_and_checksum(served: tuple[str, bytes], tmp_
     with pytest.raises(ChecksumError):
         load_released(url, sha256="0" * 64, data_dir=empty)
     sha = hashlib.sha256(body).hexdigest()
-    c = load_released(url, sha256=sha, data_dir=empty)
+    c = Collection(data=load_released(url, sha256=sha, data_dir=empty))
     expected = json.loads(body)
     assert len(c) == sum(len(x) for sp in expected.values() for x in sp.values()) == 402
     out = tmp_path / "out.json"

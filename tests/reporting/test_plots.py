@@ -50,7 +50,7 @@ def test_accuracy_plot_of_all_wrong_and_all_right_cells(tmp_path: Path) -> None:
     assert (strict["ci_low"] <= strict["accuracy"]).all() and (strict["accuracy"] <= strict["ci_high"]).all()
     assert plot_accuracy(r.accuracy, tmp_path / "acc.png").read_bytes()[:4] == b"\x89PNG"
     big = r.accuracy.iloc[0:2].copy()
-    from thoughtsource.evaluate import wilson_intervals
+    from thoughtsource.statistics import wilson_intervals
 
     big["n"], big["correct"] = [1319, 1319], [0, 1319]
     big["accuracy"], big["ci_low"], big["ci_high"] = wilson_intervals(big["correct"], big["n"])

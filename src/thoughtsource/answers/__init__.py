@@ -2,7 +2,7 @@
 gold value, its equality, its vote key (maj@k), its answer-extraction prompt and the text forms of its answers.
 
 :data:`ANSWER_TYPES` is the one lookup (as lm-evaluation-harness registers its filters); :func:`get` gives a type or
-a one-line error naming the known ones.  ``tests/answers/test_conformance.py`` runs every registered type through the
+a one-line error naming the known ones.  ``tests/answers/test_answer_types.py`` runs every registered type through the
 same checks; ``CONTRIBUTING.md`` shows how to add one.
 """
 

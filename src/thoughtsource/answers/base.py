@@ -36,7 +36,7 @@ class AnswerType:
     """One answer type: everything that depends on it, in one place.
 
     A subclass sets :attr:`name` (the ``Sample.type`` it reads) and implements :meth:`extract` and :meth:`gold`;
-    the rest has defaults.  ``tests/answers/test_conformance.py`` runs every registered type through the same checks.
+    the rest has defaults.  ``tests/answers/test_answer_types.py`` runs every registered type through the same checks.
     """
 
     name: ClassVar[str]
@@ -62,7 +62,7 @@ class AnswerType:
         """Whether an extracted value (not None) is the gold one (not None)."""
         return bool(value == gold)
 
-    def vote_key(self, value: Any) -> Hashable:
+    def vote_key(self, value: Hashable) -> Hashable:
         """What self-consistency votes on: equal keys are the same answer."""
         return value
 

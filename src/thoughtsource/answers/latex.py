@@ -229,7 +229,7 @@ def _parsed(latex: str) -> tuple[Any, ...]:
 
     timeout = 5 if threading.current_thread() is threading.main_thread() else None  # signal-based: main thread only
     try:
-        return tuple(parse(f"\\boxed{{{latex}}}", parsing_timeout=timeout))  # type: ignore[arg-type]
+        return tuple(parse(f"\\boxed{{{latex}}}", parsing_timeout=timeout))
     except Exception:
         return ()
 

@@ -119,10 +119,11 @@ def subset(
     check_out(out, folder=_format_of(out) is Format.parquet)
 
     if thoughtsource is not None:
-        c, report = load_thoughtsource_subset(thoughtsource, data_dir)
+        data, report = load_thoughtsource_subset(thoughtsource, data_dir)
         note(report.summary(), highlight=False)
     else:
-        c = build_subset(names or None, n=n, seed=seed, split=split, data_dir=data_dir)
+        data = build_subset(names or None, n=n, seed=seed, split=split, data_dir=data_dir)
+    c = Collection(data=data)
     written = _write(c, _format_of(out), out, None)
     per = ", ".join(f"{d}/{s}: {len(xs)}" for d, splits in c for s, xs in splits.items())
     note(f"wrote {len(c)} samples ({per}) to {', '.join(str(p) for p in written)}", highlight=False)
@@ -141,7 +142,7 @@ def released(
 
     if out is not None:
         check_out(out, folder=_format_of(out) is Format.parquet)
-    c = load_released(name, sha256=sha256, data_dir=data_dir)
+    c = Collection(data=load_released(name, sha256=sha256, data_dir=data_dir))
     cots = sum(len(x.generated_cot) for _, _, x in c.samples())
     typer.echo(f"{name}: {len(c)} samples, {cots} generated CoTs ({c})")
     if out is not None:

@@ -58,7 +58,7 @@ def evaluate(
     ks: str | None = typer.Option(None, "--k", help="Self-consistency sizes, e.g. '1,3,5' \\[default: 1,3,5,10,20,40 and n]."),
     as_json: bool = typer.Option(False, "--json", help="Print results.json on stdout instead of the tables."),
 ) -> None:
-    """Extract and score every answer (all six answer types), with 95% Wilson intervals and maj@k.
+    """Extract and score every answer, of every answer type, with 95% Wilson intervals and maj@k.
 
     Writes results.json (config, versions, git commit, models, per-cell n / accuracy / interval /
     no-answer rate), CSV and Markdown tables and, with the plots extra, PNG plots.

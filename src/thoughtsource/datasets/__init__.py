@@ -25,6 +25,8 @@ from . import _cache, _resolve
 from ._base import DatasetSpec, SourceFile
 from ._resolve import locate, resolve
 from ._text import clean_sample, sample_debris
+from .published_cots import attach_published_cots
+from .published_cots import sources as published_sources
 
 log = logging.getLogger(__name__)
 
@@ -197,8 +199,6 @@ def load(
     ``published_cots`` the published model-generated CoTs whose logs are present locally are attached as
     ``generated_cot`` entries (see :mod:`.published_cots`).
     """
-    from . import published_cots as _published
-
     module = get(name)
     ds: DatasetSpec = module.SPEC
     wanted = check_splits(ds, splits)
@@ -212,7 +212,7 @@ def load(
         split_files = {n: files[n][0] for n in used}
         logs: dict[str, tuple[Path, str]] = {}
         if published_cots:
-            for src in _published.sources(name, split):
+            for src in published_sources(ds, split):
                 found = _resolve.locate(src, data_dir)
                 if found is not None:
                     logs[src.name] = (found, _resolve.verify(found, src))
@@ -225,7 +225,7 @@ def load(
             continue
         samples = convert_split(ds, module, split_files, split)
         if logs:
-            _published.attach_published_cots(name, split, samples, {n: p for n, (p, _) in logs.items()})
+            attach_published_cots(ds, split, samples, {n: p for n, (p, _) in logs.items()})
         log.info("%s/%s: converted %d samples", name, split, len(samples))
         if use_cache:
             _cache.write(path, samples, name, split)

@@ -38,7 +38,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..answers import get as type_of
 from ..errors import DataError
+from ..extract import extract, gold_value, is_correct
 from ..schema import Answer, AnswerType, GeneratedCot, Sample
 
 __all__ = [
@@ -415,11 +417,8 @@ class RescoreResult(BaseModel):
 
 def rescore_log(log: KojimaLog, mode: str = "strict") -> RescoreResult:
     """Score every record of ``log`` with :func:`thoughtsource.extract.extract` and classify the disagreements."""
-    from ..answers import get
-    from ..extract import extract, gold_value, is_correct
-
     t = KOJIMA_DATASET_TYPES.get(log.dataset, "text")
-    tt = get(t)
+    tt = type_of(t)
     ours_ok = 0
     theirs_ok = 0
     dis: dict[str, list[int]] = {}
@@ -467,13 +466,11 @@ def log_to_samples(log: KojimaLog) -> list[Sample]:
     multiple-choice gold letter becomes the text of that choice, and stays on the sample (``answer_letter``) where
     that text is the text of several choices, so the gold is scored by position as :func:`rescore_log` scores it.
     """
-    from ..answers import get
-
     t = KOJIMA_DATASET_TYPES.get(log.dataset, "text")
     out: list[Sample] = []
     for r in log.records:
         choices = r.choices
-        gold, letter = get(t).published_gold(r.gold, choices)
+        gold, letter = type_of(t).published_gold(r.gold, choices)
         position = {"answer_letter": letter} if letter else {}
         out.append(
             Sample(

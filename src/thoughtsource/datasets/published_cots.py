@@ -7,7 +7,7 @@ question is dropped, case, white space and punctuation are ignored) and appends 
 :class:`~thoughtsource.schema.GeneratedCot` (via :mod:`.cot_logs`).  Matching by text, not by position,
 is deliberate: the logs are not in dataset order.  Repeated questions are paired in order.
 
-The logs are optional raw files: :func:`sources` lists them per dataset and split, ``datasets.load``
+The logs are optional raw files: :func:`sources` lists them per dataset spec and split, ``datasets.load``
 picks up the ones present locally (``load(..., published_cots=False)`` turns this off) and includes
 their checksums in the converted-cache key.  The match rate is logged and returned.
 """
@@ -21,10 +21,9 @@ from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..schema import Sample
-from ._base import SourceFile
+from ._base import DatasetSpec, SourceFile
 from .cot_logs import KojimaRecord, read_kojima_log, to_generated_cot
 
 log = logging.getLogger(__name__)
@@ -41,23 +40,9 @@ def normalize_question(text: str) -> str:
     return _NON_WORD.sub(" ", text).strip()
 
 
-def sources(dataset: str, split: str) -> list[SourceFile]:
+def sources(ds: DatasetSpec, split: str) -> list[SourceFile]:
     """The published-CoT logs for one split of a dataset ([] when there are none): its spec's ``published_cots``."""
-    from . import DATASETS, spec
-
-    if dataset not in DATASETS:
-        return []
-    return [s for s in spec(dataset).published_cots if not s.splits or split in s.splits]
-
-
-def __getattr__(name: str) -> Any:
-    """``PUBLISHED`` (dataset name → its published CoT logs), now each dataset's ``DatasetSpec.published_cots``: kept
-    for one release."""
-    if name == "PUBLISHED":
-        from . import DATASETS, spec
-
-        return {d: spec(d).published_cots for d in DATASETS if spec(d).published_cots}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return [s for s in ds.published_cots if not s.splits or split in s.splits]
 
 
 @dataclass(frozen=True)
@@ -76,14 +61,16 @@ class MatchReport:
 
 
 def attach_published_cots(
-    dataset: str, split: str, samples: Sequence[Sample], files: Mapping[str, Path]
+    ds: DatasetSpec, split: str, samples: Sequence[Sample], files: Mapping[str, Path]
 ) -> list[MatchReport]:
-    """Append the published CoTs of ``files`` (source name → local log path) to matching ``samples`` in place.
+    """Append the published CoTs of ``files`` (source name → local log path) to matching ``samples`` of a split of
+    the dataset ``ds`` in place.
 
     A generated CoT already present (same id) is not added twice.  Returns one report per log.
     """
+    dataset = ds.name
     reports: list[MatchReport] = []
-    for source in sources(dataset, split):
+    for source in sources(ds, split):
         path = files.get(source.name)
         if path is None:
             continue

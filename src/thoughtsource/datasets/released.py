@@ -13,6 +13,8 @@ worldtree/test).  :func:`load_thoughtsource_subset` converts each sample from ou
 present (matched by id; StrategyQA by question text, as its published qids come from another copy of the
 data) and takes the rest from the released 167-sample run, which holds all 600 samples (its model's CoTs
 removed).  The report says how many samples came from where.
+
+Both give ``{dataset: {split: [samples]}}`` (:data:`thoughtsource.io.Data`); ``Collection(data=...)`` wraps it.
 """
 
 from __future__ import annotations
@@ -22,17 +24,13 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import DataError, UnknownNameError
 from ..io import Data, load_json
 from ..schema import Sample
-from . import _resolve
+from . import _resolve, available_splits, load
 from ._base import SourceFile
 from .published_cots import normalize_question
-
-if TYPE_CHECKING:
-    from ..collection import Collection
 
 log = logging.getLogger(__name__)
 
@@ -105,12 +103,10 @@ def released_source(name_or_url: str, sha256: str | None = None, size: int = 0) 
 def load_released(
     name_or_url: str, *, sha256: str | None = None, size: int = 0, data_dir: str | os.PathLike[str] | None = None,
     download: bool = True,
-) -> Collection:
+) -> Data:
     """A released ThoughtSource-format collection, by name (:data:`RELEASED`) or by URL + sha256."""
-    from ..collection import Collection
-
     source = released_source(name_or_url, sha256, size)
-    return Collection(data=load_json(fetch(source, data_dir, download=download)))
+    return load_json(fetch(source, data_dir, download=download))
 
 
 # --------------------------------------------------------------------------- ThoughtSource-100 / -33
@@ -138,11 +134,8 @@ def subset_ids(size: int, data_dir: str | os.PathLike[str] | None = None, *, dow
 
 def load_thoughtsource_subset(
     size: int = 100, data_dir: str | os.PathLike[str] | None = None, *, download: bool = True
-) -> tuple[Collection, SubsetReport]:
+) -> tuple[Data, SubsetReport]:
     """ThoughtSource-``size`` (100 or 33) by the library's ids, in the id list's order, and where each came from."""
-    from ..collection import Collection
-    from . import available_splits, load
-
     ids = subset_ids(size, data_dir, download=download)
     wanted = set(ids)
     released = load_json(fetch(RELEASED[SUBSET_SOURCE], data_dir, download=download))
@@ -176,4 +169,4 @@ def load_thoughtsource_subset(
             report.released[f"{ds}/{split}"] += 1
         data.setdefault(ds, {}).setdefault(split, []).append(sample)
     log.info("%s", report.summary())
-    return Collection(data=data), report
+    return data, report

@@ -14,10 +14,11 @@ import os
 import random
 from collections.abc import Iterable
 
-from ..collection import Collection
 from ..errors import DataError
 from ..io import Data
 from ..schema import Sample
+from . import available_splits, load, spec
+from . import names as all_names
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +39,8 @@ def build_subset(
     seed: int = 0,
     split: str | None = None,
     data_dir: str | os.PathLike[str] | None = None,
-) -> Collection:
+) -> Data:
     """``{dataset: {split: [n samples]}}`` over ``names`` (default: every registered dataset whose files are present)."""
-    from . import available_splits, load, spec
-    from . import names as all_names
-
     if n < 1:
         raise ValueError("n must be at least 1")
     explicit = names is not None
@@ -65,4 +63,4 @@ def build_subset(
                 break
         else:
             log.warning("subset: skipping %s: no split with gold answers among %s", name, candidates)
-    return Collection(data=data)
+    return data

@@ -241,7 +241,7 @@ def open_expression(text: str) -> str | None:
 
 # --------------------------------------------------------------------------- gold rationales
 def expression_rationale(expr: Any) -> tuple[list[str], Fraction]:
-    """An equation tree (:class:`thoughtsource.datasets.Op` nodes over Fractions) as annotation lines, innermost
+    """An equation tree (:class:`thoughtsource.datasets._parse.Op` nodes over Fractions) as annotation lines, innermost
     operation first (``( 36 - 12 ) / 6`` → ``<<36-12=24>>``, ``<<24/6=4>>``), and its value.  A bare number: no line."""
     lines: list[str] = []
 

@@ -83,7 +83,7 @@ def _reference(runs: Runs, reference: str | None) -> str:
 
 
 def comparison(runs: Runs, reference: str | None = None, group: str | None = None) -> dict[str, Any]:
-    """Everything ``star compare --json`` prints: each arm's :func:`.stats.run_stats` and each arm
+    """Everything ``star compare --json`` prints: each arm's :func:`.accuracy.run_stats` and each arm
     against the reference at the final and at the best iteration (accuracies as {correct, n, accuracy, ci95})."""
     ref = _reference(runs, reference)
     vs_ref: dict[str, Any] = {}
