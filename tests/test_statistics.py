@@ -125,13 +125,13 @@ def test_bootstrap_interval_matches_scipy_percentile_bootstrap() -> None:
 
 def test_the_old_import_paths_give_the_same_functions() -> None:
     from thoughtsource import evaluate
-    from thoughtsource.star import bootstrap, stats
+    from thoughtsource.star.analysis import accuracy, bootstrap_experiment
 
     same = [(evaluate.wilson_interval, st.wilson_interval), (evaluate.wilson_intervals, st.wilson_intervals),
             (evaluate.pass_at_k, st.pass_at_k), (evaluate.bootstrap_interval, st.bootstrap_interval),
-            (evaluate.Z95, st.Z95), (evaluate.stderr_of_mean, st.stderr_of_mean), (stats.fisher_exact, st.fisher_exact), (bootstrap.mcnemar_exact, st.mcnemar_exact)]
+            (evaluate.Z95, st.Z95), (evaluate.stderr_of_mean, st.stderr_of_mean), (accuracy.fisher_exact, st.fisher_exact), (bootstrap_experiment.mcnemar_exact, st.mcnemar_exact)]
     assert all(old is new for old, new in same)
-    assert stats.difference_interval(stats.Proportion(3, 24), stats.Proportion(9, 24)) == st.newcombe_interval(3, 24, 9, 24)
+    assert accuracy.difference_interval(accuracy.Proportion(3, 24), accuracy.Proportion(9, 24)) == st.newcombe_interval(3, 24, 9, 24)
 
 
 def test_stderr_of_mean_matches_scipy_sem() -> None:

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .analysis.seed_aggregate import aggregate, load_seed_runs, write_aggregate
+from .analysis.seed_aggregate import write_aggregate
 from .config import StarConfig
 
-# aggregate and load_seed_runs moved to thoughtsource.star.analysis.seed_aggregate; kept here for one release
-__all__ = ["Runner", "aggregate", "load_seed_runs", "parse_seeds", "run_seeds", "seed_dir", "write_aggregate"]
+__all__ = ["Runner", "parse_seeds", "run_seeds", "seed_dir"]
 
 log = logging.getLogger(__name__)
 
