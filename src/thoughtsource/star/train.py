@@ -137,7 +137,11 @@ def _tensorboard_dir(cfg: StarConfig, metrics_path: str | Path | None, run_name:
 
 def training_fingerprint(cfg: StarConfig, base_model: str, records: Sequence[TrainingRecord], steps: int) -> str:
     """What a saved trainer state was made from: resuming it for other inputs would mix two trainings."""
-    h = hashlib.sha256(json.dumps([base_model, steps, cfg.result_fields()], sort_keys=True, default=str).encode())
+    fields = cfg.result_fields()
+    # generation's removed base_url and served_model were always null: hashed as before, so that a training
+    # interrupted before their removal still resumes from its saved state
+    fields["generation"] = {**fields["generation"], "base_url": None, "served_model": None}
+    h = hashlib.sha256(json.dumps([base_model, steps, fields], sort_keys=True, default=str).encode())
     for r in records:
         h.update(json.dumps(r.to_dict(), sort_keys=True).encode())
     return h.hexdigest()
