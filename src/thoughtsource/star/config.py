@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..config import read_yaml_mapping
 from ..errors import ConfigError, validation_problems
 
 #: experiment trackers the Trainer reports to (``--report-to``); offline modes: WANDB_MODE=offline, a local MLflow
@@ -262,8 +263,6 @@ class StarConfig(_Strict):
     @classmethod
     def from_file(cls, path: str | Path) -> StarConfig:
         """A YAML run config: a file, or the name of one shipped in the package (``arithmetic_fresh``, see :func:`config_path`)."""
-        from ..config import read_yaml_mapping
-
         path = config_path(path)
         return cls.from_dict(read_yaml_mapping(path, "a mapping of options"), path=str(path))
 

@@ -46,6 +46,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..embedded import check_model_source, load_model
 from ..errors import ConfigError
 from ..io import read_json
 from . import dist
@@ -55,9 +56,11 @@ from .config import StarConfig
 from .engines import free_memory
 from .filtering import filter_rationales
 from .generation import Generator, GenStats
+from .loading import outside_sharded_init
 from .metrics import IterationResults, iteration_metrics, pseudo_label_metrics, write_summary
 from .models import RunModels
 from .tasks import Problem, Task, TrainingRecord, get_task
+from .train import save_checkpoint, train
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +90,6 @@ class StarRun:
         self.resume = resume
         self.show_progress = show_progress
         self.on_step = on_step  # called after each finished step (tests, benchmarks)
-        from ..embedded import check_model_source
-
         check_model_source(cfg.model)  # before the run folder is made
         if self.out.exists() and not self.out.is_dir():
             raise ConfigError(f"{self.out}: is a file; --out is the run's folder")
@@ -306,16 +307,11 @@ class StarRun:
         path = d / "train_stats.json"
         if path.exists() and has_checkpoint(self.out, n):
             return read_json(path)
-        from .train import save_checkpoint, train
-
         steps = self.cfg.steps.steps(n)
         t0 = time.perf_counter()
         if not records:
             log.warning("iteration %d: no correct rationales to train on; M_%d = the base model", n, n)
             if dist.is_main():  # one process reads and writes it; the others only wait
-                from ..embedded import load_model
-                from .loading import outside_sharded_init
-
                 with outside_sharded_init():
                     model, tok = load_model(self.models.base_path)
                 save_checkpoint(model, tok, checkpoint(self.out, n))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from . import loop
 from .analysis.seed_aggregate import write_aggregate
 from .config import StarConfig
 
@@ -47,9 +48,7 @@ def run_seeds(cfg: StarConfig, out: str | Path, seeds: Sequence[int], *, resume:
     """Run ``cfg`` once per seed into ``OUT/seed_<s>/`` (sequentially; ``resume`` continues each),
     then write and return the aggregate.  ``runner`` defaults to :func:`.loop.run_star`."""
     if runner is None:
-        from .loop import run_star
-
-        runner = run_star
+        runner = loop.run_star  # looked up at the call: tests replace loop.run_star
     out = Path(out)
     summaries: dict[int, dict[str, Any]] = {}
     for s in seeds:

@@ -30,10 +30,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..backends.prompt_tokens import prompt_token_ids
+from ..console import progress
+from ..embedded import load_model
 from .config import StarConfig
 from .dist import barrier as dist_barrier
 from .dist import is_main as dist_is_main
 from .dist import world_size as dist_world_size
+from .loading import outside_sharded_init
 from .tasks.base import TrainingRecord
 
 log = logging.getLogger(__name__)
@@ -48,8 +52,6 @@ def tokenize_record(record: TrainingRecord, tokenizer: Any, max_len: int) -> dic
     tokenizer adds one), on its own so the boundary is exact; if the sequence is too long the prompt is
     cut from the left after its leading special tokens (the completion is what we learn).
     """
-    from ..backends.prompt_tokens import prompt_token_ids
-
     prompt_ids, n_special = prompt_token_ids(tokenizer, record.prompt)
     completion_ids = tokenizer(record.completion, add_special_tokens=False)["input_ids"]
     if tokenizer.eos_token_id is not None:
@@ -80,8 +82,6 @@ def collator(tokenizer: Any):
 
 def _progress_callback(total: int, description: str) -> Any:
     from transformers import TrainerCallback
-
-    from ..console import progress
 
     class ProgressCallback(TrainerCallback):
         """A rich progress bar for the optimizer steps, with the running loss."""
@@ -208,8 +208,6 @@ def train(
     import torch
     from transformers import Trainer, TrainingArguments
 
-    from ..embedded import load_model
-
     if not records:
         raise ValueError("no training records")
     if steps < 1:
@@ -317,8 +315,6 @@ def save_gathered(trainer: Any, tok: Any, cfg: StarConfig, base_model: str, targ
     dict) and rank 0 writes them into a staging folder, which becomes the checkpoint; a LoRA adapter is merged
     into the base model there, on rank 0 alone, loaded outside the sharding init.  No other rank loads anything.
     """
-    from .loading import outside_sharded_init
-
     staging = target.parent / f".{target.name}.gathered"
     if dist_is_main():
         shutil.rmtree(staging, ignore_errors=True)
@@ -328,8 +324,6 @@ def save_gathered(trainer: Any, tok: Any, cfg: StarConfig, base_model: str, targ
         if cfg.lora.enabled:
             import torch
             from peft import PeftModel
-
-            from ..embedded import load_model
 
             with outside_sharded_init():
                 base, _ = load_model(base_model, dtype=torch.float32)
