@@ -123,12 +123,12 @@ def test_bootstrap_interval_matches_scipy_percentile_bootstrap() -> None:
     assert all(math.isnan(x) for x in st.bootstrap_interval([]))  # no questions
 
 
-def test_the_old_import_paths_give_the_same_functions() -> None:
-    from thoughtsource.star import bootstrap, stats
+def test_star_analysis_computes_with_the_shared_statistics() -> None:
+    from thoughtsource.star.analysis import accuracy, bootstrap_experiment
 
-    same = [(stats.fisher_exact, st.fisher_exact), (bootstrap.mcnemar_exact, st.mcnemar_exact)]
+    same = [(accuracy.fisher_exact, st.fisher_exact), (bootstrap_experiment.mcnemar_exact, st.mcnemar_exact)]
     assert all(old is new for old, new in same)
-    assert stats.difference_interval(stats.Proportion(3, 24), stats.Proportion(9, 24)) == st.newcombe_interval(3, 24, 9, 24)
+    assert accuracy.difference_interval(accuracy.Proportion(3, 24), accuracy.Proportion(9, 24)) == st.newcombe_interval(3, 24, 9, 24)
 
 
 def test_stderr_of_mean_matches_scipy_sem() -> None:

@@ -237,6 +237,7 @@ def _star_configs(shared_data: Path, tmp: Path) -> list[tuple[str, Path, bool]]:
         "unknown nested key": {**arithmetic, "steps": {"frist": 4}},
         "task_options typo": {**arithmetic, "task_options": {"min_digit": 1}},
         "generation engine unknown": {**arithmetic, "generation": {"engine": "tgi"}},
+        "generation's removed backend key": {**arithmetic, "generation": {"backend": "transformers"}},
         "a missing task file": {**on_file, "task": str(tmp / "missing" / "data.json")},
         "a task file that is a folder": {**on_file, "task": str(tmp)},
         "a damaged task file": {**on_file, "task": str(tmp / "damaged.json")},

@@ -30,11 +30,13 @@ from thoughtsource.star.engines import (
 # --------------------------------------------------------------------------- config
 
 
-def test_engine_defaults_to_transformers_and_the_old_backend_field_still_means_it() -> None:
+def test_engine_defaults_to_transformers_and_the_removed_backend_field_names_it() -> None:
     assert StarConfig().generation.engine == "transformers"
-    old = StarConfig.from_dict({"generation": {"backend": "transformers", "batch_size": 4}})
-    assert old.generation.engine == "transformers" and old.generation.backend is None
-    # a run directory written before the engine field resumes: its results fields equal the new spelling's
+    with pytest.raises(ConfigError, match="backend was renamed to engine"):
+        StarConfig.from_dict({"generation": {"backend": "transformers", "batch_size": 4}})
+    # a run directory written before the removal (its config.json has the removed fields null) resumes: its result
+    # fields equal the new spelling's
+    old = StarConfig.from_dict({"generation": {"engine": "transformers", "backend": None, "base_url": None, "served_model": None}})
     assert old.result_fields() == StarConfig.from_dict({"generation": {"engine": "transformers"}}).result_fields()
     assert StarConfig.from_dict({"generation": {"engine": "server"}}).generation.server.command.startswith("vllm serve {checkpoint}")
 
@@ -47,8 +49,8 @@ def test_a_server_the_loop_does_not_start_is_refused_with_the_way_out(generation
     assert "engine: server" in str(e.value) and "{checkpoint}" in str(e.value)
 
 
-def test_backend_and_engine_must_agree() -> None:
-    with pytest.raises(ConfigError, match="disagree"):
+def test_backend_beside_engine_is_refused_too() -> None:
+    with pytest.raises(ConfigError, match="backend was renamed to engine"):
         StarConfig.from_dict({"generation": {"backend": "transformers", "engine": "vllm"}})
 
 

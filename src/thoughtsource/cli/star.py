@@ -57,7 +57,6 @@ RUN_OPTIONS = [
     *options(StarConfig, "fewshot_k", {"path": "steps.first", "name": "--steps-first"}, "steps.warmup_steps", "batch_size", "lr",
              {"path": "lora.enabled", "name": "--lora"}, {"path": "generation.batch_size", "name": "--gen-batch-size"},
              "generation.max_new_tokens", "generation.engine", {"path": "generation.server.command", "name": "--server-command"},
-             {"path": "generation.backend", "type": str, "hidden": True, "help": "Deprecated: --engine."},
              "filter", "train_with_fewshot"),
     *options(RunTaskOptions, "per_iteration", "pool_size", "n_dev"),
     *options(StarConfig, "generation.threads", {"path": "report_to", "type": str}, "checkpoint_every"),

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..io import atomic_write, read_json, write_json
+from ..schema import Answer, GeneratedCot, Sample
 from . import dist
 from .config import StarConfig
 from .tasks import Problem, Task
@@ -176,8 +177,6 @@ class RunFolder:
 def rationales(task: Task, cfg: StarConfig, n: int, model: str, train: list[Problem], gen: dict[str, Any],
                rat: dict[str, Any] | None, kept: set[tuple[str, str]]) -> dict[str, Any]:
     """Every rationale of iteration n as ThoughtSource ``generated_cot`` (author "star"), in a ThoughtSource file."""
-    from ..schema import Answer, GeneratedCot, Sample
-
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     by_id = {p.id: p for p in train}
     rat_rows = {r["id"]: r for r in (rat or {"rows": []})["rows"]}

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..embedded import resolve_model
 from ..errors import ConfigError
 from ..io import read_json
 from .artifacts import checkpoint, has_checkpoint, iter_dir
@@ -132,8 +133,6 @@ def sample_indices(rows: int, n: int | None, seed: int, iteration: int, step: st
 
 def model_path(cfg: StarConfig, out: Path, n: int) -> str:
     """M_n's folder as the run defines it (not as a step file says): the config's model, or ``iter_n/checkpoint``."""
-    from ..embedded import resolve_model
-
     return resolve_model(cfg.model) if n == 0 else str(checkpoint(out, n))
 
 

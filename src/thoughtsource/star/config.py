@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..config import read_yaml_mapping
 from ..errors import ConfigError, validation_problems
 
 #: experiment trackers the Trainer reports to (``--report-to``); offline modes: WANDB_MODE=offline, a local MLflow
@@ -81,22 +82,23 @@ class ServerEngine(_Strict):
     concurrency: int = Field(64, ge=1, description="requests in flight to the server")
 
 
+#: fields GenerationOptions no longer has (GenerationOptions._removed_fields names what replaced each)
+_REMOVED = ("backend", "base_url", "served_model")
+
+
 class GenerationOptions(_Strict):
     """How rationales are generated: ``engine`` transformers (in process), vllm (in process) or server.
 
-    ``backend`` is the old name of the field: ``backend: transformers`` still means ``engine:
-    transformers``; ``backend: openai`` (a server the loop did not start, which kept serving an old
-    model) is refused with a pointer to ``engine: server``.
+    The removed fields ``backend`` (now ``engine``), ``base_url`` and ``served_model`` (a server the loop did not
+    start, which kept serving an old model; now ``engine: server``) are refused with the key that replaces them;
+    null, as the ``config.json`` of runs made before wrote them, means not given.
     """
 
     engine: Literal["transformers", "vllm", "server"] | None = Field(
         None, description="transformers or vllm (in process), or server (server.command, started per checkpoint); None: transformers.")
-    backend: Literal["transformers", "openai"] | None = Field(None, description="deprecated: use engine")
     batch_size: int = Field(16, ge=1, description="Generation batch size: prompts per engine call; a kill loses at most the batch in flight.")
     max_new_tokens: int | None = Field(None, ge=1, description="Override the task's generation length (None: the task's default).")
     temperature: float = Field(0.0, ge=0)
-    base_url: str | None = Field(None, description="deprecated (backend: openai); use engine: server")
-    served_model: str | None = Field(None, description="deprecated (backend: openai); use engine: server")
     server: ServerEngine = Field(default_factory=ServerEngine)
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     prefix_cache: bool = Field(True, description="transformers: compute the shared few-shot prefix once per batch group and reuse its KV cache")
@@ -110,19 +112,26 @@ class GenerationOptions(_Strict):
         3600.0, gt=0, description="a rank waiting for completions another rank makes (engine vllm/server: rank 0) gives up "
                                   "after this many seconds without a new one")
 
-    @model_validator(mode="after")
-    def _engine(self) -> GenerationOptions:
-        if self.backend == "openai" or self.base_url is not None or self.served_model is not None:
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not any(k in data for k in _REMOVED):
+            return data
+        given = {k: data[k] for k in _REMOVED if data.get(k) is not None}
+        if given.get("backend") == "openai" or "base_url" in given or "served_model" in given:
             raise ValueError(
                 "backend: openai (base_url, served_model) is no longer supported: a server the loop does not restart keeps "
                 "serving an old model. Use engine: server with server.command, e.g. "
                 "'vllm serve {checkpoint} --port {port} --served-model-name {model_name}' (started per iteration's checkpoint), "
                 "or engine: vllm (in process)")
-        if self.backend is not None and self.engine not in (None, self.backend):
-            raise ValueError(f"backend {self.backend!r} and engine {self.engine!r} disagree; give engine only")
+        if given:
+            raise ValueError(f"the key backend was renamed to engine (backend: {given['backend']} -> engine: {given['backend']})")
+        return {k: v for k, v in data.items() if k not in _REMOVED}
+
+    @model_validator(mode="after")
+    def _engine(self) -> GenerationOptions:
         if self.engine is None:
-            self.engine = self.backend or "transformers"
-        self.backend = None
+            self.engine = "transformers"
         if self.decoder != "default":
             if self.engine != "transformers":
                 raise ValueError(f"decoder {self.decoder!r} is a decoder of the transformers engine, not of {self.engine!r}")
@@ -254,8 +263,6 @@ class StarConfig(_Strict):
     @classmethod
     def from_file(cls, path: str | Path) -> StarConfig:
         """A YAML run config: a file, or the name of one shipped in the package (``arithmetic_fresh``, see :func:`config_path`)."""
-        from ..config import read_yaml_mapping
-
         path = config_path(path)
         return cls.from_dict(read_yaml_mapping(path, "a mapping of options"), path=str(path))
 
@@ -272,7 +279,7 @@ class StarConfig(_Strict):
             d.pop(k)
         if d["train_seed"] is None:  # the default, as runs made before the field compare
             d.pop("train_seed")
-        for k in ("batch_size", "threads", "backend", "store", "dtype", "wait_timeout_s", "decoder"):
+        for k in ("batch_size", "threads", "store", "dtype", "wait_timeout_s", "decoder"):
             d["generation"].pop(k)
         server = d["generation"].pop("server")
         if self.generation.engine == "server":

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..answers import get
+from ..extract import Source, extract, gold_value
+from ..extract import is_correct as _is_correct
+
 if TYPE_CHECKING:
-    from ..extract import Source
     from .tasks.base import Problem
 
 
 def _value(problem: Problem, text: str, source: Source = "cot") -> Any:
-    from ..extract import extract
-
     return extract(text, problem.type, mode="strict", choices=problem.choices, source=source).value
 
 
@@ -25,15 +26,10 @@ def extract_answer(problem: Problem, text: str, source: Source = "cot") -> str |
 
     ``source="extraction"``: ``text`` follows an answer prompt ("A:" of the STaR authors' direct
     prompts, answered "(e)."), so its start is read as the answer."""
-    from ..answers import get
-
     v = _value(problem, text, source)
     return None if v is None else get(problem.type).answer_text(v, problem.choices)
 
 
 def is_correct(problem: Problem, text: str, source: Source = "cot") -> bool:
-    from ..extract import gold_value
-    from ..extract import is_correct as _is_correct
-
     gold = gold_value(problem.type, [problem.answer], problem.choices)
     return bool(_is_correct(_value(problem, text, source), problem.type, gold))

@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from ..embedded import load_model
 from ..errors import ThoughtSourceError
 
 _FSDP_RAM_EFFICIENT = "FSDP_CPU_RAM_EFFICIENT_LOADING"
@@ -89,8 +90,6 @@ def load_for_generation(path: str, dtype: str = "auto") -> tuple[Any, Any]:
     Loaded outside any ZeRO-3/FSDP init (:func:`outside_sharded_init`) and straight onto the GPU where there is
     one (no second full copy in CPU RAM); a model with parameters left on ``meta`` is refused.
     """
-    from ..embedded import load_model
-
     device, torch_dtype = generation_placement(dtype)
     kwargs: dict[str, Any] = {"dtype": torch_dtype}
     if device != "cpu":

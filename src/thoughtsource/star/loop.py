@@ -46,17 +46,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..embedded import check_model_source, load_model
 from ..errors import ConfigError
 from ..io import read_json
 from . import dist
-from .accumulate import accumulate, file_sha256, rationale_key
+from .accumulate import accumulate, file_sha256
 from .artifacts import RunFolder, checkpoint, has_checkpoint, iter_dir, rationales, read_jsonl, write, write_jsonl
 from .config import StarConfig
 from .engines import free_memory
+from .filtering import filter_rationales
 from .generation import Generator, GenStats
-from .metrics import IterationResults, iteration_metrics, pass_at_k_metrics, pseudo_label_metrics, write_summary
+from .loading import outside_sharded_init
+from .metrics import IterationResults, iteration_metrics, pseudo_label_metrics, write_summary
 from .models import RunModels
 from .tasks import Problem, Task, TrainingRecord, get_task
+from .train import save_checkpoint, train
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +90,6 @@ class StarRun:
         self.resume = resume
         self.show_progress = show_progress
         self.on_step = on_step  # called after each finished step (tests, benchmarks)
-        from ..embedded import check_model_source
-
         check_model_source(cfg.model)  # before the run folder is made
         if self.out.exists() and not self.out.is_dir():
             raise ConfigError(f"{self.out}: is a file; --out is the run's folder")
@@ -264,12 +266,9 @@ class StarRun:
 
     def _dataset(self, n: int, d: Path, train: list[Problem], gen: dict[str, Any] | None,
                  rat: dict[str, Any] | None) -> list[TrainingRecord]:
-        """D_n ∪ D_n^rat: the answer filter (the paper), or also the task's rationale check (``filter: verified``).
-
-        The task's check runs on every answer-correct rationale whichever filter is on, so each run
-        records how many kept rationales a verified filter would reject, and pass@k and valid-pass@k of the
-        samples (``filter.json``).  ``sampling.accumulate``: the records are the union with iteration n-1's.
-        """
+        """D_n ∪ D_n^rat: the answer filter (the paper), or also the task's rationale check (``filter: verified``;
+        :mod:`.filtering`, with its report ``filter.json``).  ``sampling.accumulate``: the records are the union with
+        iteration n-1's."""
         path = d / "train.jsonl"
         if path.exists():
             return [TrainingRecord(**r) for r in read_jsonl(path)]
@@ -284,59 +283,7 @@ class StarRun:
                             n, len(train) - len(records), len(train))
         else:
             assert gen is not None
-            by_id = {p.id: p for p in train}
-            rat_rows = {r["id"]: r for r in (rat or {"rows": []})["rows"]}
-            report: dict[str, Any] = {"name": self.cfg.filter, "generate": {"answer_correct": 0, "rejected": 0},
-                                      "rationalize": {"answer_correct": 0, "rejected": 0}, "examples": []}
-            kept: set[tuple[str, str]] = set()
-            sampled = self.cfg.sampling.k > 1
-            if sampled:
-                report["samples"] = {"k": self.cfg.sampling.k, "temperature": self.cfg.sampling.temperature,
-                                     "max_kept": self.cfg.sampling.max_kept, "problems": len(gen["rows"]),
-                                     "drawn": sum(len(row.get("samples") or [row]) for row in gen["rows"]),
-                                     "answer_correct": 0, "duplicates": 0, "capped": 0, "kept": 0,
-                                     "problems_with_correct": 0, "problems_with_kept": 0}
-            counts: list[tuple[int, int]] = []  # per problem: answer-right samples, of them the check-passing ones
-            for row in gen["rows"]:
-                p = by_id[row["id"]]
-                counts.append((0, 0))
-                for kind, r in (("generate", row), ("rationalize", rat_rows.get(row["id"]))):
-                    if r is None or not r["correct"]:
-                        continue
-                    candidates = r.get("samples") or [r]
-                    seen: set[str] = set()
-                    for c in candidates:
-                        if not c["correct"]:
-                            continue
-                        reason = self.task.verify(p, c["text"], rationalized=kind == "rationalize")
-                        if kind == "generate":
-                            counts[-1] = (counts[-1][0] + 1, counts[-1][1] + (reason is None))
-                        report[kind]["answer_correct"] += 1
-                        if reason is not None:
-                            report[kind]["rejected"] += 1
-                            if len(report["examples"]) < 8:
-                                report["examples"].append({"id": p.id, "kind": kind, "reason": reason, "text": c["text"]})
-                        if reason is not None and self.cfg.filter != "answer":
-                            continue
-                        key = rationale_key(c["text"])
-                        if key in seen:  # identical rationales (up to white space) are one record
-                            if sampled:
-                                report["samples"]["duplicates"] += 1
-                            continue
-                        if self.cfg.sampling.max_kept is not None and len(seen) >= self.cfg.sampling.max_kept:
-                            report["samples"]["capped"] += 1
-                            continue
-                        seen.add(key)
-                        records.append(self.task.training_record(p, c["text"], rationalized=kind == "rationalize",
-                                                                 exemplars=train_ex))
-                        kept.add((p.id, kind))
-                    if sampled and kind == "generate":
-                        report["samples"]["answer_correct"] += sum(bool(c["correct"]) for c in candidates)
-                        report["samples"]["problems_with_correct"] += 1
-                        report["samples"]["kept"] += len(seen)
-                        report["samples"]["problems_with_kept"] += bool(seen)
-                    break  # rationalization only ran on problems answered wrongly
-            report["pass_at_k"] = pass_at_k_metrics(self.cfg.sampling.k, counts)
+            records, report, kept = filter_rationales(self.cfg, self.task, train, gen, rat, train_ex)
             if self.cfg.sampling.accumulate:
                 records, report["accumulated"] = self._accumulate(n, records)
             write(d / "filter.json", report)
@@ -360,16 +307,11 @@ class StarRun:
         path = d / "train_stats.json"
         if path.exists() and has_checkpoint(self.out, n):
             return read_json(path)
-        from .train import save_checkpoint, train
-
         steps = self.cfg.steps.steps(n)
         t0 = time.perf_counter()
         if not records:
             log.warning("iteration %d: no correct rationales to train on; M_%d = the base model", n, n)
             if dist.is_main():  # one process reads and writes it; the others only wait
-                from ..embedded import load_model
-                from .loading import outside_sharded_init
-
                 with outside_sharded_init():
                     model, tok = load_model(self.models.base_path)
                 save_checkpoint(model, tok, checkpoint(self.out, n))

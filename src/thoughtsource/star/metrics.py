@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from ..statistics import pass_at_k
 from . import dist
+from .analysis.plots import plot_run
 from .artifacts import write
 from .config import StarConfig
 from .tasks import Problem, Task, TrainingRecord
@@ -144,8 +145,6 @@ def write_summary(cfg: StarConfig, out: Path, all_metrics: list[dict[str, Any]])
     if not dist.is_main():
         return summary
     try:
-        from .analysis.plots import plot_run
-
         plot_run(summary, out)
     except Exception as e:  # plotting never breaks a run
         log.warning("plots not written: %s", e)

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..embedded import resolve_model
 from ..store import CompletionStore
 from . import dist
 from .artifacts import checkpoint, has_checkpoint
+from .calculator import CALCULATOR_VERSION, CalculatorBackend
 from .config import StarConfig
 from .engines import Session, model_fingerprint, open_session, store_identity
 from .generation import Generator
@@ -41,8 +43,6 @@ class RunModels:
     @property
     def base_path(self) -> str:
         if self._base_path is None:
-            from ..embedded import resolve_model
-
             self._base_path = resolve_model(self.cfg.model)
         return self._base_path
 
@@ -71,8 +71,6 @@ class RunModels:
             return None
         ident = store_identity(self.cfg, fp)
         if self.calculator_rounds is not None:  # keyed only when on, so the stores of runs without it stay valid
-            from .calculator import CALCULATOR_VERSION
-
             ident["calculator"] = {"version": CALCULATOR_VERSION, "max_rounds": self.calculator_rounds}
         return ident
 
@@ -137,8 +135,6 @@ class RunModels:
         shard = self.cfg.generation.engine_name == "transformers"  # vllm and servers run on rank 0 only
         wrap = self.wrap_backend
         if self.calculator_rounds is not None:  # the calculator above the engine (and above a test's wrapper)
-            from .calculator import CalculatorBackend
-
             rounds, inner = self.calculator_rounds, self.wrap_backend
 
             def wrap(backend: Any) -> Any:

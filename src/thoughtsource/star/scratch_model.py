@@ -44,11 +44,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..backends import Request
+from ..backends.transformers_local import TransformersBackend
+from ..config import read_yaml_mapping
 from ..errors import ConfigError, ThoughtSourceError, validation_problems
-from ..io import write_json
+from ..io import atomic_write, write_json
 from .analysis.accuracy import digits_of, group_key, learnt_range
+from .analysis.plots import plot_base_curves
+from .config import StarConfig, StepSchedule
+from .loading import place_for_generation
+from .tasks import check_task_options
 from .tasks.arithmetic import ArithmeticTask
 from .tasks.base import Problem, TrainingRecord
+from .train import checkpoint_step, latest_checkpoint, save_checkpoint, train
 
 log = logging.getLogger(__name__)
 
@@ -150,13 +158,9 @@ class BaseConfig(_Strict):
 
     @classmethod
     def from_file(cls, path: str | Path) -> BaseConfig:
-        from ..config import read_yaml_mapping
-
         return cls.from_dict(read_yaml_mapping(path, "a mapping of options"), path=str(Path(path)))
 
     def make_task(self) -> ArithmeticTask:
-        from .tasks import check_task_options
-
         task = ArithmeticTask(**check_task_options("arithmetic", self.task_options))
         lo, hi = self.data.digits
         wanted = {*range(lo, hi + 1), *self.data.extra}
@@ -257,9 +261,6 @@ def training_records(cfg: BaseConfig, task: ArithmeticTask, problems: list[Probl
 def accuracy_by_digits(model: Any, tokenizer: Any, task: ArithmeticTask, problems: list[Problem], *,
                        batch_size: int = 256) -> dict[str, list[int]]:
     """Greedy zero-shot accuracy per digit count: ``{"3-digit": [correct, n], ...}``."""
-    from ..backends import Request
-    from ..backends.transformers_local import TransformersBackend
-
     backend = TransformersBackend.from_loaded(model, tokenizer, batch_size=batch_size)
     requests = [Request(prompt=task.prompt(p, []), max_tokens=task.max_new_tokens(p), stop=task.stop) for p in problems]
     completions = backend.complete_sync(requests)
@@ -336,9 +337,6 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     The work (initial weights, trainer checkpoints) lives in ``OUT.work/`` until the model is whole; a killed
     build resumes from there with ``resume=True``; the finished folder is written atomically.
     """
-    from .config import StarConfig, StepSchedule
-    from .train import checkpoint_step, latest_checkpoint, save_checkpoint, train
-
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out}: is a file; --out is the model's folder")
@@ -399,8 +397,6 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
     train_rows = read_curve(work / TRAIN_CURVE_FILE)
     learnt_at = next((r["step"] for r in dev_rows if r["learnt"]), None)
     if cfg.gate.every:
-        from .analysis.plots import plot_base_curves
-
         with contextlib.suppress(ImportError):  # no matplotlib: the curves stay as JSON lines
             plot_base_curves(train_rows, dev_rows, work / CURVES_PLOT, f"star base, seed {cfg.seed}")
         if learnt_at is None:
@@ -413,8 +409,6 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
             if cfg.gate.required:
                 raise BaseNotLearnt(message)
             log.warning("%s; saved anyway (gate.required: false)", message)
-    from .loading import place_for_generation
-
     model = place_for_generation(model, "float32")
     t1 = time.perf_counter()
     by_digits = accuracy_by_digits(model, tok, task, dev, batch_size=cfg.eval_batch_size)
@@ -454,8 +448,6 @@ def build_base(cfg: BaseConfig, out: str | Path, *, resume: bool = False, show_p
 def _rewrite_curve(path: Path, *, up_to: int) -> None:
     """Keep a curve's rows up to the step a resumed training continues from (the later ones are logged again)."""
     if path.is_file():
-        from ..io import atomic_write
-
         rows = read_curve(path, up_to=up_to)
         with atomic_write(path) as fh:
             fh.write("".join(json.dumps(r) + "\n" for r in rows))

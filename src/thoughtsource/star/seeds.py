@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .analysis.seed_aggregate import aggregate, load_seed_runs, write_aggregate
+from . import loop
+from .analysis.seed_aggregate import write_aggregate
 from .config import StarConfig
 
-# aggregate and load_seed_runs moved to thoughtsource.star.analysis.seed_aggregate; kept here for one release
-__all__ = ["Runner", "aggregate", "load_seed_runs", "parse_seeds", "run_seeds", "seed_dir", "write_aggregate"]
+__all__ = ["Runner", "parse_seeds", "run_seeds", "seed_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +48,7 @@ def run_seeds(cfg: StarConfig, out: str | Path, seeds: Sequence[int], *, resume:
     """Run ``cfg`` once per seed into ``OUT/seed_<s>/`` (sequentially; ``resume`` continues each),
     then write and return the aggregate.  ``runner`` defaults to :func:`.loop.run_star`."""
     if runner is None:
-        from .loop import run_star
-
-        runner = run_star
+        runner = loop.run_star  # looked up at the call: tests replace loop.run_star
     out = Path(out)
     summaries: dict[int, dict[str, Any]] = {}
     for s in seeds:

@@ -30,10 +30,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..backends.prompt_tokens import prompt_token_ids
+from ..console import progress
+from ..embedded import load_model
 from .config import StarConfig
 from .dist import barrier as dist_barrier
 from .dist import is_main as dist_is_main
 from .dist import world_size as dist_world_size
+from .loading import outside_sharded_init
 from .tasks.base import TrainingRecord
 
 log = logging.getLogger(__name__)
@@ -48,8 +52,6 @@ def tokenize_record(record: TrainingRecord, tokenizer: Any, max_len: int) -> dic
     tokenizer adds one), on its own so the boundary is exact; if the sequence is too long the prompt is
     cut from the left after its leading special tokens (the completion is what we learn).
     """
-    from ..backends.prompt_tokens import prompt_token_ids
-
     prompt_ids, n_special = prompt_token_ids(tokenizer, record.prompt)
     completion_ids = tokenizer(record.completion, add_special_tokens=False)["input_ids"]
     if tokenizer.eos_token_id is not None:
@@ -80,8 +82,6 @@ def collator(tokenizer: Any):
 
 def _progress_callback(total: int, description: str) -> Any:
     from transformers import TrainerCallback
-
-    from ..console import progress
 
     class ProgressCallback(TrainerCallback):
         """A rich progress bar for the optimizer steps, with the running loss."""
@@ -137,7 +137,11 @@ def _tensorboard_dir(cfg: StarConfig, metrics_path: str | Path | None, run_name:
 
 def training_fingerprint(cfg: StarConfig, base_model: str, records: Sequence[TrainingRecord], steps: int) -> str:
     """What a saved trainer state was made from: resuming it for other inputs would mix two trainings."""
-    h = hashlib.sha256(json.dumps([base_model, steps, cfg.result_fields()], sort_keys=True, default=str).encode())
+    fields = cfg.result_fields()
+    # generation's removed base_url and served_model were always null: hashed as before, so that a training
+    # interrupted before their removal still resumes from its saved state
+    fields["generation"] = {**fields["generation"], "base_url": None, "served_model": None}
+    h = hashlib.sha256(json.dumps([base_model, steps, fields], sort_keys=True, default=str).encode())
     for r in records:
         h.update(json.dumps(r.to_dict(), sort_keys=True).encode())
     return h.hexdigest()
@@ -203,8 +207,6 @@ def train(
     """
     import torch
     from transformers import Trainer, TrainingArguments
-
-    from ..embedded import load_model
 
     if not records:
         raise ValueError("no training records")
@@ -313,8 +315,6 @@ def save_gathered(trainer: Any, tok: Any, cfg: StarConfig, base_model: str, targ
     dict) and rank 0 writes them into a staging folder, which becomes the checkpoint; a LoRA adapter is merged
     into the base model there, on rank 0 alone, loaded outside the sharding init.  No other rank loads anything.
     """
-    from .loading import outside_sharded_init
-
     staging = target.parent / f".{target.name}.gathered"
     if dist_is_main():
         shutil.rmtree(staging, ignore_errors=True)
@@ -324,8 +324,6 @@ def save_gathered(trainer: Any, tok: Any, cfg: StarConfig, base_model: str, targ
         if cfg.lora.enabled:
             import torch
             from peft import PeftModel
-
-            from ..embedded import load_model
 
             with outside_sharded_init():
                 base, _ = load_model(base_model, dtype=torch.float32)

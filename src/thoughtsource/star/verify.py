@@ -33,6 +33,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
+from ..extract import extract, gold_value, is_correct
+from .calculator import evaluate, find_annotations, leaf_operands, number_text, open_expression
+
 __all__ = [
     "check_statements",
     "ungrounded_operand",
@@ -727,8 +730,6 @@ def verify_number(
     (:func:`ungrounded_operand`); (4) the final answer (:func:`thoughtsource.extract.extract`, strict mode:
     ``#### N``, "the answer is N") equals ``gold`` (relative tolerance 1e-4, as in evaluation).
     """
-    from ..extract import extract, gold_value, is_correct
-
     if hint and hint in text:
         return f"copies the hint {hint}"
     errors, count = check_statements(text)
@@ -759,9 +760,6 @@ def verify_calc(text: str, gold: str, *, hint: str | None = None, question: str 
     (6) the *executed* answer, the last annotation's result, equals ``gold`` and the stated final answer
     (strict extraction: "The answer is N.", ``#### N``; relative tolerance 1e-4, as in evaluation).
     """
-    from ..extract import extract, gold_value, is_correct
-    from .calculator import evaluate, find_annotations, leaf_operands, number_text, open_expression
-
     if hint and hint in text:
         return f"copies the hint {hint}"
     found = find_annotations(text)

@@ -20,7 +20,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from ..collection import Collection
+from ..datasets import resolve, spec
+from ..io import write_json
 from ..schema import Sample
+from .tasks.from_dataset import calc_gold
 
 #: fixed before any run (the pre-registration); changing one changes the experiment
 SVAMP_TEST = 400
@@ -64,8 +68,6 @@ def _by_source(samples: list[Sample]) -> dict[str, int]:
 
 def _asdiv_folds(data_dir: Path | None) -> dict[int, set[str]]:
     """The ids of each ASDiv-A fold file (verified local raw files)."""
-    from ..datasets import resolve, spec
-
     files = resolve(spec("asdiv"), ["train"], data_dir)
     return {i: {line.strip() for line in files[f"asdiv/nfolds/asdiv-a/fold{i}.txt"][0].read_text(encoding="utf-8").splitlines()
                 if line.strip()} for i in range(5)}
@@ -73,8 +75,6 @@ def _asdiv_folds(data_dir: Path | None) -> dict[int, set[str]]:
 
 def split(data_dir: str | Path | None = None) -> WordProblemSplit:
     """The pre-registered split from the local raw files."""
-    from ..collection import Collection
-
     d = Path(data_dir) if data_dir is not None else None
 
     def samples(name: str) -> list[Sample]:
@@ -101,8 +101,6 @@ def split(data_dir: str | Path | None = None) -> WordProblemSplit:
 def calc_gold_all(samples: list[Sample], data_dir: str | Path | None = None) -> dict[str, str]:
     """``{sample id: calculator-format gold rationale}`` from each source dataset's equations (those that execute to
     their gold answer; :func:`thoughtsource.star.tasks.from_dataset.calc_gold`)."""
-    from .tasks.from_dataset import calc_gold
-
     out: dict[str, str] = {}
     for source in ("mawps", "asdiv", "svamp"):
         part = [s for s in samples if source_of(s) == source]
@@ -117,8 +115,6 @@ def write_split(out: str | Path, data_dir: str | Path | None = None, *, calc: bo
     ``dev`` (this module's own draw, for the context lines) and ``test``.  ``calc``: each sample's CoT is its
     calculator-format gold rationale (none where its equation does not execute to its answer), the form a run with
     ``task_options.format: calc`` reads from a file."""
-    from ..io import write_json
-
     parts = split(data_dir)
     gold = calc_gold_all(parts.train + parts.dev + parts.test, data_dir) if calc else {}
 

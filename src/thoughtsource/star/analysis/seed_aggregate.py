@@ -21,6 +21,7 @@ from typing import Any
 from ...errors import ConfigError
 from ...io import read_json, write_json
 from .accuracy import Proportion, best_iteration, group_key, group_proportions, proportion
+from .plots import plot_aggregate
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +31,6 @@ def write_aggregate(out: str | Path, summaries: dict[int, dict[str, Any]]) -> di
     agg = aggregate(summaries)
     write_json(Path(out) / "aggregate.json", agg)
     try:
-        from .plots import plot_aggregate
-
         plot_aggregate(agg, Path(out) / "plots")
     except Exception as e:  # plotting never breaks a run
         log.warning("aggregate plot not written: %s", e)

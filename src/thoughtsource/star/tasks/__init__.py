@@ -1,4 +1,4 @@
-"""Registry of STaR tasks: ``TASKS = {name: "module:Class"}``, imported only when chosen.
+"""Registry of STaR tasks: ``TASKS = {name: "module:Class"}``.
 
 Any other name is taken as a registered ThoughtSource dataset or a ThoughtSource file
 (``DatasetTask``), so STaR runs on every dataset with multiplechoice, number or bool gold answers.
@@ -10,7 +10,10 @@ import importlib
 from pathlib import Path
 from typing import Any
 
+from ... import datasets as registry
+from ...errors import ConfigError, UnknownNameError
 from .base import Problem, Task, TrainingRecord
+from .from_dataset import DatasetTask
 
 TASKS: dict[str, str] = {
     "arithmetic": "thoughtsource.star.tasks.arithmetic:ArithmeticTask",
@@ -26,8 +29,6 @@ def task_class(name: str) -> type[Task]:
     if name in TASKS:
         module, _, cls = TASKS[name].partition(":")
         return getattr(importlib.import_module(module), cls)  # type: ignore[no-any-return]
-    from .from_dataset import DatasetTask
-
     return DatasetTask
 
 
@@ -73,8 +74,6 @@ def check_task_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
 
     from pydantic import TypeAdapter, ValidationError
 
-    from ...errors import ConfigError
-
     types = task_option_types(task_class(name))
     if name not in TASKS:  # DatasetTask(name, ...): the dataset is the task's name, not an option
         types.pop("dataset", None)
@@ -100,13 +99,8 @@ def get_task(name: str, **options: Any) -> Task:
         options = check_task_options(name, options)
     if name in TASKS:
         return task_class(name)(**options)
-    from .from_dataset import DatasetTask
-
     if Path(name).exists():
         return DatasetTask(DatasetTask.options_for(name, **options))
-    from ... import datasets as registry
-    from ...errors import UnknownNameError
-
     known = set(getattr(registry, "DATASETS", {}) or {})
     if known and name not in known:
         raise UnknownNameError("STaR task or dataset", name, [*TASKS, *known])

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ...errors import ConfigError
+from ..verify import verify_compact_scratchpad, verify_scratchpad
 from .base import Problem, Task
 
 _SCRATCH_END = "</scratch>"
@@ -355,7 +356,5 @@ class ArithmeticTask(Task):
     def verify(self, problem: Problem, text: str, *, rationalized: bool = False) -> str | None:
         """Every scratchpad line recomputed (:func:`thoughtsource.star.verify.verify_scratchpad`, or
         :func:`~thoughtsource.star.verify.verify_compact_scratchpad` for the compact format)."""
-        from ..verify import verify_compact_scratchpad, verify_scratchpad
-
         check = verify_compact_scratchpad if self.compact else verify_scratchpad
         return check(text, int(problem.meta["a"]), int(problem.meta["b"]))

@@ -44,10 +44,15 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ...answers import get as answer_type
+from ...collection import Collection
+from ...datasets import equations
 from ...errors import ConfigError, DataError
+from ...extract import gold_value, is_correct
 from ...schema import Sample
-from .. import judge
+from .. import judge, verify
+from ..calculator import gold_rationale
 from .base import Problem, Task
+from .exemplars import star_exemplars
 
 log = logging.getLogger(__name__)
 
@@ -193,8 +198,6 @@ class DatasetTask(Task):
     def _collection_splits(self) -> dict[str, list[Sample]]:
         if self._splits is not None:
             return self._splits
-        from ...collection import Collection
-
         p = Path(self.dataset)
         if p.suffix in (".json", ".jsonl", ".parquet") or p.is_dir():
             coll = Collection.load(p)
@@ -249,8 +252,6 @@ class DatasetTask(Task):
         return self.prompts == "star"
 
     def _star_exemplars(self) -> tuple[Problem, ...]:
-        from .exemplars import star_exemplars
-
         return star_exemplars(self.star_prompts) if self._star and self.star_prompts else ()
 
     def _exemplar_ids(self) -> set[str]:
@@ -324,8 +325,6 @@ class DatasetTask(Task):
             if k > len(star):
                 log.warning("%s: the STaR prompt has %d exemplars, not %d", self.star_prompts, len(star), k)
             if self.calc:  # their annotations' results as the calculator prints them ("144.00" is 144)
-                from ..calculator import gold_rationale
-
                 return [replace(e, rationale=gold_rationale(e.rationale)[0]) for e in star[:k]]
             return list(star[:k])
         pool = self._exemplar_pool(k)
@@ -384,14 +383,10 @@ class DatasetTask(Task):
 
 
 def _verify_choice(task: DatasetTask, p: Problem, text: str) -> str | None:
-    from .. import verify
-
     return verify.verify_choice(text, p.choices, p.answer)
 
 
 def _verify_number(task: DatasetTask, p: Problem, text: str) -> str | None:
-    from .. import verify
-
     grounded = task._ds_name in GROUNDED_DATASETS
     question = f"{p.meta.get('context') or ''}\n{p.question}" if grounded else None
     if task.calc:
@@ -402,10 +397,6 @@ def _verify_number(task: DatasetTask, p: Problem, text: str) -> str | None:
 def calc_gold(dataset: str, split: str, data_dir: str | None, samples: list[Sample]) -> dict[str, str]:
     """``{sample id: calculator-format gold rationale}`` of the split's samples whose equation executes to their gold
     answer (:func:`thoughtsource.star.calculator.gold_rationale`); the others are left out (no gold rationale)."""
-    from ...datasets import equations
-    from ...extract import gold_value, is_correct
-    from ..calculator import gold_rationale
-
     found = equations(dataset, split, data_dir)
     out: dict[str, str] = {}
     for s in samples:
@@ -422,8 +413,6 @@ def calc_gold(dataset: str, split: str, data_dir: str | None, samples: list[Samp
 
 
 def _verify_bool(task: DatasetTask, p: Problem, text: str) -> str | None:
-    from .. import verify
-
     return verify.verify_bool(text, p.answer)
 
 
