@@ -33,6 +33,7 @@ from typing import Any
 
 from .. import interrupt
 from ..interrupt import Interrupted
+from .base import TokenSink
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,6 @@ CPU_CACHE_BYTES = 512 * 2**20
 #: tokens one CPU forward step takes at most (a long prompt is prefilled in parts of this size)
 CPU_BATCH_TOKENS = 512
 PAGE_TOKENS = 256
-
-#: a row's receiver: called with each generated token as it comes; False cancels the row
-TokenSink = Callable[[int], bool]
 
 
 @dataclass

@@ -45,7 +45,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -56,7 +56,7 @@ from .. import interrupt
 from ..errors import BackendError
 from ..interrupt import Interrupted
 from ..paths import cache_dir
-from .base import Completion, Request, sampling_extras
+from .base import Completion, Request, TokenSink, sampling_extras
 from .counters import Counters, loop_state, request_seed, take_waiting
 from .cpu_threads import MeasuredThreads, thread_cap
 from .joinable_batch import JoinableBatch
@@ -68,8 +68,6 @@ log = logging.getLogger(__name__)
 SCORE_CACHE_BYTES = 256 * 2**20
 
 Mode = Literal["auto", "generate", "continuous", "static", "prefix", "graph"]
-#: a streamed row's receiver: called with each generated token id as it is chosen; False stops the row
-TokenSink = Callable[[int], bool]
 _Queued = tuple[Request, "asyncio.Future[Completion]", TokenSink | None]
 
 
