@@ -115,6 +115,33 @@ class Backend(Protocol):
         ...
 
 
+
+class BackendSettings(Protocol):
+    """What a generate config says of its backend (:class:`~thoughtsource.generation.config.GenerateConfig` says it):
+    each backend class takes the part it needs (``options_from``), and the config's ``backend_options`` go on top."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def base_urls(self) -> list[str]: ...
+
+    @property
+    def concurrency(self) -> int: ...
+
+    @property
+    def allow_empty(self) -> bool: ...
+
+
+class BackendClass(Protocol):
+    """A registered backend class: built from options, and able to say which options a generate config gives it."""
+
+    def options_from(self, settings: BackendSettings) -> dict[str, Any]:
+        """The options ``settings`` give this backend (``backend_options`` are added on top by the caller)."""
+        ...
+
+    def __call__(self, **options: Any) -> Backend: ...
+
 #: a streamed row's receiver of each token id as it is chosen; returns False to stop the row (its client left)
 TokenSink = Callable[[int], bool]
 #: per token of a list: its log-probability given the tokens before it (None for the first) and the most likely

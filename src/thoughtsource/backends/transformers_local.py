@@ -56,7 +56,7 @@ from .. import interrupt
 from ..errors import BackendError
 from ..interrupt import Interrupted
 from ..paths import cache_dir
-from .base import Completion, Request, TokenSink, sampling_extras
+from .base import BackendSettings, Completion, Request, TokenSink, sampling_extras
 from .counters import Counters, loop_state, request_seed, take_waiting
 from .cpu_threads import MeasuredThreads, thread_cap
 from .joinable_batch import JoinableBatch
@@ -156,6 +156,11 @@ class TransformersBackend:
         self._joinable_lock = threading.Lock()
         self._threads: MeasuredThreads | None = None  # threads='auto': the measured choice
         self._score_cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()  # token_logprobs_batch's last passes
+
+    @classmethod
+    def options_from(cls, settings: BackendSettings) -> dict[str, Any]:
+        """A generate config gives the model ('embedded', a folder or a cached hub id)."""
+        return {"model": settings.model}
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, name: str | None = None, **options: Any) -> TransformersBackend:

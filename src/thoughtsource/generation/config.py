@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..backends import backend_class
 from ..backends.base import Backend
 from ..errors import ConfigError, validation_problems
 from ..prompts import AUTO
@@ -148,18 +149,12 @@ class GenerateConfig(BaseModel):
 
 
 def make_backend(cfg: GenerateConfig) -> Backend:
-    """The backend a config names, with the config's model, servers and concurrency."""
-    from ..backends import get_backend
-
-    options = dict(cfg.backend_options)
-    options.setdefault("model", cfg.model)
-    if cfg.backend == "openai":
-        if cfg.base_urls:
-            options.setdefault("base_url", cfg.base_urls)
-        options.setdefault("concurrency", cfg.concurrency)
-        options.setdefault("allow_empty", cfg.allow_empty)
+    """The backend a config names, with the options its class takes from the config (``options_from``: the model,
+    and for a server its URLs and concurrency) and ``backend_options`` on top."""
+    cls = backend_class(cfg.backend)
+    options = {**cls.options_from(cfg), **cfg.backend_options}
     try:
-        return get_backend(cfg.backend, **options)
+        return cls(**options)
     except ValidationError as e:
         raise ConfigError(f"invalid options for backend '{cfg.backend}'", problems=validation_problems(e, root="")) from None
 

@@ -46,13 +46,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..backends.vllm import free_memory
 from ..errors import ConfigError
 from ..io import read_json
 from . import dist
 from .accumulate import accumulate, file_sha256, rationale_key
 from .artifacts import RunFolder, checkpoint, has_checkpoint, iter_dir, rationales, read_jsonl, write, write_jsonl
 from .config import StarConfig
-from .engines import free_memory
 from .generation import Generator, GenStats
 from .metrics import IterationResults, iteration_metrics, pass_at_k_metrics, pseudo_label_metrics, write_summary
 from .models import RunModels
