@@ -165,7 +165,7 @@ class JoinableBatch:
         c = self.model.config
         heads = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
         head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-        per_token = 2 * c.num_hidden_layers * heads * head_dim * self.model.dtype.itemsize
+        per_token: int = 2 * c.num_hidden_layers * heads * head_dim * self.model.dtype.itemsize
         return max(4, CPU_CACHE_BYTES // per_token // PAGE_TOKENS) * PAGE_TOKENS
 
     def fits(self, prompt_tokens: int, max_new_tokens: int) -> bool:
@@ -191,9 +191,9 @@ class JoinableBatch:
                     break
                 self._managers.pop(idle).close()
             sampled = temperature > 0
-            config = GenerationConfig(do_sample=sampled, temperature=temperature if sampled else None,
-                                      top_p=top_p if sampled and top_p < 1 else None, eos_token_id=end_ids,
-                                      pad_token_id=self.tokenizer.pad_token_id, max_new_tokens=256)
+            config = GenerationConfig(  # type: ignore[no-untyped-call]  # transformers' config takes **kwargs
+                do_sample=sampled, temperature=temperature if sampled else None, top_p=top_p if sampled and top_p < 1 else None,
+                eos_token_id=end_ids, pad_token_id=self.tokenizer.pad_token_id, max_new_tokens=256)
             if self.capacity is None:
                 cb = ContinuousBatchingConfig()
             else:

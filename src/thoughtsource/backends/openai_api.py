@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -264,7 +265,7 @@ class TextStream:
     """A streamed row's text, piece by piece as its tokens come: never past a stop string, never inside an unfinished
     character, and without the last characters that may be the start of a stop string (sent once they are not)."""
 
-    def __init__(self, decode: Any, stop: tuple[str, ...]) -> None:
+    def __init__(self, decode: Callable[[list[int]], str], stop: tuple[str, ...]) -> None:
         self.decode, self.stop = decode, stop
         self.hold = max((len(s) for s in stop if s), default=1) - 1
         self.ids: list[int] = []

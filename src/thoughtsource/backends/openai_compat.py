@@ -427,7 +427,7 @@ class OpenAIBackend:
                 resp.status_code, f"HTTP {resp.status_code}: {detail}", parse_retry_after(resp.headers), retryable
             )
         try:
-            data = resp.json()
+            data: dict[str, Any] = resp.json()
             choice = data["choices"][0]
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise _AttemptFailed(200, f"malformed response: {resp.text[:200]!r}") from e
