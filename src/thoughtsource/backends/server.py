@@ -35,6 +35,8 @@ What it speaks, as OpenAI's API reference documents it:
 * ``--api-key``: every route but ``/health`` needs ``Authorization: Bearer KEY`` (401 otherwise); ``/version``;
   ``/metrics`` in Prometheus' text format (:mod:`.server_guard`).
 
+The handlers are :mod:`.server_routes` (what a backend can do beyond completing is asked of its declared capabilities,
+:mod:`.base`), the request bodies and their checks :mod:`.openai_api`; this module makes the app and runs it.
 For tests and notebooks, :func:`run_model_server` starts the server in a background thread on a
 free port and yields a handle with ``base_url``.
 """

@@ -309,16 +309,18 @@ def _server_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, 
 @dataclass(frozen=True)
 class Engine:
     """How the STaR loop runs a model on a checkpoint: ``backend``, its name in
-    :data:`~thoughtsource.backends.BACKENDS`; ``identity``, what else keys its completions; ``open``, its session."""
+    :data:`~thoughtsource.backends.BACKENDS`; ``identity``, what else keys its completions; ``open``, its session;
+    ``shards``: each rank generates its share (else rank 0 generates for all)."""
 
     backend: str
     identity: Callable[[GenerationOptions], dict[str, Any]]
     open: Callable[[StarConfig, int, str, str, Path], Session]
+    shards: bool = False
 
 
 #: ``generation.engine`` → how it runs; each engine is one of :data:`~thoughtsource.backends.BACKENDS`
 ENGINES: dict[str, Engine] = {
-    "transformers": Engine("transformers", _transformers_identity, _transformers_session),
+    "transformers": Engine("transformers", _transformers_identity, _transformers_session, shards=True),
     "vllm": Engine("vllm", _vllm_identity, _vllm_session),
     "server": Engine("openai", _server_identity, _server_session),  # a server started per checkpoint
 }

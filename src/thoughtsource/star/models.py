@@ -17,7 +17,7 @@ from ..store import CompletionStore
 from . import dist
 from .artifacts import checkpoint, has_checkpoint
 from .config import StarConfig
-from .engines import Session, model_fingerprint, open_session, store_identity
+from .engines import ENGINES, Session, model_fingerprint, open_session, store_identity
 from .generation import Generator
 
 
@@ -134,7 +134,7 @@ class RunModels:
         """Completes prompts with M_n (its engine opened only when a completion is missing)."""
         fp = self.fingerprint(n)
         assert fp is not None, f"M_{n} has no checkpoint"
-        shard = self.cfg.generation.engine_name == "transformers"  # vllm and servers run on rank 0 only
+        shard = ENGINES[self.cfg.generation.engine_name].shards  # vllm and servers run on rank 0 only
         wrap = self.wrap_backend
         if self.calculator_rounds is not None:  # the calculator above the engine (and above a test's wrapper)
             from .calculator import CalculatorBackend
