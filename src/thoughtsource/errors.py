@@ -80,6 +80,10 @@ class ModelError(ThoughtSourceError):
     """A model cannot be found or loaded (a missing folder, a folder without a model, an unreachable hub id)."""
 
 
+class EngineError(ThoughtSourceError):
+    """A model engine could not be started, cannot take a request, or does not serve the model it was started for."""
+
+
 class ConfigError(ThoughtSourceError):
     """A configuration is invalid; lists *all* problems at once."""
 

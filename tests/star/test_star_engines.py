@@ -13,19 +13,11 @@ from typing import ClassVar
 import pytest
 
 from thoughtsource.backends import Request
-from thoughtsource.errors import ConfigError
+from thoughtsource.backends.vllm import require_vllm, vllm_completion, vllm_inputs
+from thoughtsource.errors import ConfigError, EngineError
 from thoughtsource.io import read_json
 from thoughtsource.star.config import ServerEngine, StarConfig
-from thoughtsource.star.engines import (
-    EngineError,
-    ServerProcess,
-    model_fingerprint,
-    require_vllm,
-    server_argv,
-    store_identity,
-    vllm_completion,
-    vllm_inputs,
-)
+from thoughtsource.star.engines import ServerProcess, model_fingerprint, server_argv, store_identity
 
 # --------------------------------------------------------------------------- config
 

@@ -13,7 +13,8 @@ import pytest
 
 from thoughtsource.io import read_json, write_json
 from thoughtsource.star.config import StarConfig
-from thoughtsource.star.engines import EngineError, model_fingerprint
+from thoughtsource.errors import EngineError
+from thoughtsource.star.engines import model_fingerprint
 from thoughtsource.star.loop import StarRun
 
 pytestmark = pytest.mark.slow

@@ -171,7 +171,7 @@ class GraphDecoder:
         allowed = (k <= q)[None] & (seen[:, None, :] | (k == q)[None])
         mask4 = torch.zeros((b, 1, width, length), dtype=s.mask.dtype, device=dev)
         mask4.masked_fill_(~allowed[:, None], s.neg)
-        s.cache.reset()
+        s.cache.reset()  # type: ignore[no-untyped-call]  # transformers' StaticCache is untyped
         kwargs: dict[str, Any] = {}
         if self.takes_cache_position:
             kwargs["cache_position"] = torch.arange(width, device=dev)
@@ -251,8 +251,8 @@ class GraphDecoder:
         s.cache_pos.fill_(s.width)
         s.step.zero_()
         s.done.zero_()
-        s.cache.reset()
-        stream = torch.cuda.Stream()
+        s.cache.reset()  # type: ignore[no-untyped-call]  # transformers' StaticCache is untyped
+        stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]  # torch's Stream.__new__ is untyped
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(3):

@@ -33,6 +33,7 @@ from typing import Any
 
 from .. import interrupt
 from ..interrupt import Interrupted
+from .base import TokenSink
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,6 @@ CPU_CACHE_BYTES = 512 * 2**20
 #: tokens one CPU forward step takes at most (a long prompt is prefilled in parts of this size)
 CPU_BATCH_TOKENS = 512
 PAGE_TOKENS = 256
-
-#: a row's receiver: called with each generated token as it comes; False cancels the row
-TokenSink = Callable[[int], bool]
 
 
 @dataclass
@@ -167,7 +165,7 @@ class JoinableBatch:
         c = self.model.config
         heads = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
         head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-        per_token = 2 * c.num_hidden_layers * heads * head_dim * self.model.dtype.itemsize
+        per_token: int = 2 * c.num_hidden_layers * heads * head_dim * self.model.dtype.itemsize
         return max(4, CPU_CACHE_BYTES // per_token // PAGE_TOKENS) * PAGE_TOKENS
 
     def fits(self, prompt_tokens: int, max_new_tokens: int) -> bool:
@@ -193,9 +191,9 @@ class JoinableBatch:
                     break
                 self._managers.pop(idle).close()
             sampled = temperature > 0
-            config = GenerationConfig(do_sample=sampled, temperature=temperature if sampled else None,
-                                      top_p=top_p if sampled and top_p < 1 else None, eos_token_id=end_ids,
-                                      pad_token_id=self.tokenizer.pad_token_id, max_new_tokens=256)
+            config = GenerationConfig(  # type: ignore[no-untyped-call]  # transformers' config takes **kwargs
+                do_sample=sampled, temperature=temperature if sampled else None, top_p=top_p if sampled and top_p < 1 else None,
+                eos_token_id=end_ids, pad_token_id=self.tokenizer.pad_token_id, max_new_tokens=256)
             if self.capacity is None:
                 cb = ContinuousBatchingConfig()
             else:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import Completion, Request
+from .base import BackendSettings, Completion, Request
 from .counters import Counters
 
 _CHOICE_RANGE = re.compile(r"among (?:\(?A\)?) through \(?([B-Z])\)?", re.IGNORECASE)
@@ -34,6 +34,11 @@ class MockBackend:
     def __init__(self, **options: Any) -> None:
         self.options = MockOptions(**options)
         self.counters = Counters()
+
+    @classmethod
+    def options_from(cls, settings: BackendSettings) -> dict[str, Any]:
+        """A generate config gives the model name (stored)."""
+        return {"model": settings.model}
 
     def cache_identity(self) -> dict[str, Any]:
         return {"backend": self.name, **self.options.model_dump()}

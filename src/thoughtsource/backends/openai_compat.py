@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ..errors import BackendError, ConfigError
 from ..listen import MODEL_SERVER_PORT
-from .base import Completion, Request, extra_params
+from .base import BackendSettings, Completion, Request, extra_params
 from .counters import Counters, loop_state, request_seed
 
 log = logging.getLogger(__name__)
@@ -305,6 +305,17 @@ class OpenAIBackend:
         self._ssl_context: ssl.SSLContext | None = None
         self._refused: BackendError | None = None  # the first 401/403/404: fatal, raised for every later request
 
+    @classmethod
+    def options_from(cls, settings: BackendSettings) -> dict[str, Any]:
+        """A generate config gives the model, its servers (when it names any), the calls in flight and whether empty
+        completions are stored."""
+        options: dict[str, Any] = {"model": settings.model}
+        if settings.base_urls:
+            options["base_url"] = settings.base_urls
+        options["concurrency"] = settings.concurrency
+        options["allow_empty"] = settings.allow_empty
+        return options
+
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIBackend(model={self.options.model!r}, base_url={self.options.base_url!r})"
 
@@ -416,7 +427,7 @@ class OpenAIBackend:
                 resp.status_code, f"HTTP {resp.status_code}: {detail}", parse_retry_after(resp.headers), retryable
             )
         try:
-            data = resp.json()
+            data: dict[str, Any] = resp.json()
             choice = data["choices"][0]
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise _AttemptFailed(200, f"malformed response: {resp.text[:200]!r}") from e

@@ -45,7 +45,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -56,7 +56,7 @@ from .. import interrupt
 from ..errors import BackendError
 from ..interrupt import Interrupted
 from ..paths import cache_dir
-from .base import Completion, Request, sampling_extras
+from .base import BackendSettings, Completion, Request, TokenSink, sampling_extras
 from .counters import Counters, loop_state, request_seed, take_waiting
 from .cpu_threads import MeasuredThreads, thread_cap
 from .joinable_batch import JoinableBatch
@@ -68,8 +68,6 @@ log = logging.getLogger(__name__)
 SCORE_CACHE_BYTES = 256 * 2**20
 
 Mode = Literal["auto", "generate", "continuous", "static", "prefix", "graph"]
-#: a streamed row's receiver: called with each generated token id as it is chosen; False stops the row
-TokenSink = Callable[[int], bool]
 _Queued = tuple[Request, "asyncio.Future[Completion]", TokenSink | None]
 
 
@@ -158,6 +156,11 @@ class TransformersBackend:
         self._joinable_lock = threading.Lock()
         self._threads: MeasuredThreads | None = None  # threads='auto': the measured choice
         self._score_cache: OrderedDict[tuple[int, ...], Any] = OrderedDict()  # token_logprobs_batch's last passes
+
+    @classmethod
+    def options_from(cls, settings: BackendSettings) -> dict[str, Any]:
+        """A generate config gives the model ('embedded', a folder or a cached hub id)."""
+        return {"model": settings.model}
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, name: str | None = None, **options: Any) -> TransformersBackend:
@@ -539,7 +542,7 @@ class TransformersBackend:
         for i, row in enumerate(rows):  # left padding
             input_ids[i, width - len(row.ids) :] = torch.tensor(row.ids)
             attention[i, width - len(row.ids) :] = 1
-        config = GenerationConfig(
+        config = GenerationConfig(  # type: ignore[no-untyped-call]  # transformers' config takes **kwargs
             max_new_tokens=max(r.request.max_tokens for r in rows),
             do_sample=False,  # sampled rows are drawn by _RowSampler and arrive here as one-hot scores
             eos_token_id=_eos_ids(model, tok),
@@ -585,13 +588,14 @@ class TransformersBackend:
         if self._graph_decoder is None or self._graph_decoder.model is not self._model:
             self._graph_decoder = GraphDecoder(self._model, self._tokenizer, _eos_ids(self._model, self._tokenizer))
         first = next((r.request for r in rows if r.request.temperature > 0), None)
-        return self._graph_decoder.decode(
+        out: list[list[int]] = self._graph_decoder.decode(
             [Row(r.ids, r.request.max_tokens, r.request.stop, r.request.temperature, r.request.top_p) for r in rows],
             batch_size=self.options.batch_size,
             seed=request_seed(first.seed, first.sample_index) if first is not None else 0,
             should_stop=interrupt.requested,
             unfinished=unfinished,
         )
+        return out
 
     def _generate_continuous(self, rows: list[_Row]) -> list[list[int]]:
         import torch
@@ -604,7 +608,7 @@ class TransformersBackend:
             groups.setdefault((row.request.temperature, row.request.top_p), []).append(i)
         for (temperature, top_p), members in groups.items():
             sampled = temperature > 0
-            config = GenerationConfig(
+            config = GenerationConfig(  # type: ignore[no-untyped-call]  # transformers' config takes **kwargs
                 max_new_tokens=max(rows[i].request.max_tokens for i in members),
                 do_sample=sampled,
                 temperature=temperature if sampled else None,
@@ -783,12 +787,14 @@ class TransformersBackend:
     def decode_text(self, ids: list[int]) -> str:
         """The text of ``ids`` (an echoed token-id prompt)."""
         _, tok = self.load()
-        return tok.decode(ids, skip_special_tokens=False)
+        text: str = tok.decode(ids, skip_special_tokens=False)
+        return text
 
     def decode_generated(self, ids: list[int]) -> str:
         """The text of generated ``ids`` as a completion's text is decoded (a streamed row's text so far)."""
         _, tok = self.load()
-        return tok.decode(ids, skip_special_tokens=self.options.skip_special_tokens)
+        text: str = tok.decode(ids, skip_special_tokens=self.options.skip_special_tokens)
+        return text
 
     def vocab_size(self) -> int:
         """How many token ids the model reads (its input embedding's rows): the valid ids are 0 to vocab_size - 1."""

@@ -99,7 +99,7 @@ def generate_cmd(
         check_out(out)  # before any data is loaded or any completion asked for
     settings: dict[str, Any] = _load_yaml(config) if config else {}
     if "model" in apply_sets(GenerateConfig, settings, given.sets):
-        settings.pop("engine", None)  # the published key of the model (an alias of the field)
+        settings.pop("engine", None)  # the file's published key of the model gives way to the flag's model
     flags = given.fields(GenerateConfig)
     reasoning_options: dict[str, Any] = {"reasoning_effort": reasoning_effort, "reasoning_max_tokens": reasoning_max_tokens}
     if think_tags is not None:

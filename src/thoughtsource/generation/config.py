@@ -10,13 +10,14 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..backends import backend_class
 from ..backends.base import Backend
 from ..errors import ConfigError, validation_problems
 from ..prompts import AUTO
 from ..prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, Templates
-from .published import published_to_ours
+from .published import MODEL_KEYS, published_to_ours
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 class GenerateConfig(BaseModel):
     """What to generate and with which model.  Accepts the paper's Figure-3 dict as well."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
     instruction_keys: list[str | None] = Field(default=[None], description="Instruction fragment ids ('none' or None: no instruction).")
     cot_trigger_keys: list[str] = Field(default=["kojima-01"], description="CoT trigger fragment ids, e.g. kojima-01 ('none': no trigger).")
@@ -34,10 +35,7 @@ class GenerateConfig(BaseModel):
     author: str = Field(default="thoughtsource", description="Stored as the author of each CoT.")
     backend: str = Field(default="transformers", description="Backend: openai (any OpenAI-compatible server) or transformers (thoughtsource.backends.BACKENDS).")
     api_service: str | None = Field(default=None, description="Stored as api_service; default: the backend name.")
-    model: str = Field(
-        default="embedded", validation_alias=AliasChoices("model", "engine"),
-        description="Model name (server) or path/'embedded' (transformers; SmolLM2)."
-    )
+    model: str = Field(default="embedded", description="Model name (server) or path/'embedded' (transformers; SmolLM2).")
     base_urls: list[str] = Field(default_factory=list, description="Server URLs of the openai backend; several spread the load.")
     chat: bool = Field(default=False, description="Send chat messages (one user message) instead of a plain prompt.")
     temperature: float = Field(default=0.0, ge=0, description="Sampling temperature (0: greedy).")
@@ -117,10 +115,9 @@ class GenerateConfig(BaseModel):
             base = dict(config)
         else:
             raise ConfigError(f"a generate config is a GenerateConfig or a dict, got {type(config).__name__}")
-        if "engine" in overrides and "model" in base:
-            base.pop("model")
-        if "model" in overrides:
-            base.pop("engine", None)
+        if overrides.keys() & MODEL_KEYS:  # the model of the overrides wins, by either of its names
+            for key in MODEL_KEYS:
+                base.pop(key, None)
         try:
             return cls.model_validate({**base, **overrides})
         except ValidationError as e:
@@ -148,18 +145,12 @@ class GenerateConfig(BaseModel):
 
 
 def make_backend(cfg: GenerateConfig) -> Backend:
-    """The backend a config names, with the config's model, servers and concurrency."""
-    from ..backends import get_backend
-
-    options = dict(cfg.backend_options)
-    options.setdefault("model", cfg.model)
-    if cfg.backend == "openai":
-        if cfg.base_urls:
-            options.setdefault("base_url", cfg.base_urls)
-        options.setdefault("concurrency", cfg.concurrency)
-        options.setdefault("allow_empty", cfg.allow_empty)
+    """The backend a config names, with the options its class takes from the config (``options_from``: the model,
+    and for a server its URLs and concurrency) and ``backend_options`` on top."""
+    cls = backend_class(cfg.backend)
+    options = {**cls.options_from(cfg), **cfg.backend_options}
     try:
-        return get_backend(cfg.backend, **options)
+        return cls(**options)
     except ValidationError as e:
         raise ConfigError(f"invalid options for backend '{cfg.backend}'", problems=validation_problems(e, root="")) from None
 

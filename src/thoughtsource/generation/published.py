@@ -44,6 +44,9 @@ PUBLISHED_DEFAULTS: dict[str, Any] = {
     "warn": True,
 }
 
+#: the model's keys: ours, then the published config's (``engine``), mapped onto ours by :func:`published_to_ours`
+MODEL_KEYS = ("model", "engine")
+
 HF_ROUTER = "https://router.huggingface.co/v1"  # Hugging Face's OpenAI-compatible inference endpoint
 COHERE_COMPAT = "https://api.cohere.ai/compatibility/v1"  # Cohere's OpenAI-compatible API
 HF_TOKEN_ENV = "HUGGINGFACEHUB_API_TOKEN"  # the variable the published library (LangChain) read
@@ -145,7 +148,7 @@ def _expand_keys(value: Any, kind: str, fragments_files: Any, *, none_as: str | 
 def published_to_ours(data: dict[str, Any], logger: logging.Logger = log) -> dict[str, Any]:
     """A generate-config dict with the published library's keys and values mapped onto ``GenerateConfig``'s.
 
-    ``engine`` is the model; ``api_service`` picks the backend (:func:`service_for`) unless ``backend`` is set
+    ``engine`` is the model (given with ``model``, it is refused); ``api_service`` picks the backend (:func:`service_for`) unless ``backend`` is set
     and is kept as the stored ``api_service``; ``idx_range`` "all" means every sample; "all" and None in the
     key lists mean what they meant there; the templates and ``multiple_choice_answer_format`` select the
     published prompt rendering (:mod:`thoughtsource.prompts.templates`).  Ignored keys are logged.
@@ -185,4 +188,6 @@ def published_to_ours(data: dict[str, Any], logger: logging.Logger = log) -> dic
             data.setdefault("model", "tgi")  # text-generation-inference serves one model under this name
         if options:
             data["backend_options"] = options
+    if "engine" in data and "model" not in data:  # the published name of the model (both given: an unknown key 'engine')
+        data["model"] = data.pop("engine")
     return data

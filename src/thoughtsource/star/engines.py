@@ -2,7 +2,8 @@
 
 * ``transformers``: :class:`~thoughtsource.backends.transformers_local.TransformersBackend` in this
   process, on M_n loaded whole from its folder (:func:`~.loading.load_for_generation`) on each rank that generates;
-* ``vllm``: ``vllm.LLM`` in this process on the iteration's checkpoint (:class:`VLLMBackend`); closing
+* ``vllm``: ``vllm.LLM`` in this process on the iteration's checkpoint
+  (:class:`~thoughtsource.backends.vllm.VLLMBackend`); closing
   it deletes the engine and frees the GPU memory before training;
 * ``server``: a command started for each checkpoint (:class:`ServerProcess`, e.g. ``vllm serve
   {checkpoint} --port {port}``), health-checked on ``/v1/models``, checked to serve that checkpoint
@@ -10,13 +11,13 @@
 
 Every engine names its model by :func:`model_fingerprint` (a hash of the checkpoint's files), which
 keys the completion store and is recorded in each step's JSON, so a resumed run never takes a step
-produced by another model.
+produced by another model.  :data:`ENGINES` maps each engine's name to its backend (one of
+:data:`~thoughtsource.backends.BACKENDS`), what keys its completions, and how its session opens.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import shlex
@@ -25,22 +26,19 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backends import Backend, Completion, Request, get_backend
-from ..errors import ConfigError, ThoughtSourceError
+from ..backends import Backend, get_backend
+from ..backends.base import Releases
+from ..errors import ConfigError, EngineError
 from . import dist
-from .config import ServerEngine, StarConfig
+from .config import GenerationOptions, ServerEngine, StarConfig
 from .loading import load_for_generation, resolved_placement, weights_digest
 
 log = logging.getLogger(__name__)
-
-
-class EngineError(ThoughtSourceError):
-    """An engine could not be started or does not serve the model it was started for."""
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -55,93 +53,6 @@ def model_fingerprint(path: str, *, memo: bool = True) -> str:
 
         return folder_fingerprint(resolved, memo=memo)
     return f"name:{path}"
-
-
-# --------------------------------------------------------------------------- vllm (in process)
-def vllm_inputs(requests: Sequence[Request]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The prompts and the ``SamplingParams`` keyword arguments of each request (one sample each: the
-    n samples of a prompt are separate requests with their own seeds, so each is stored on its own)."""
-    prompts: list[str] = []
-    params: list[dict[str, Any]] = []
-    for r in requests:
-        if r.messages:
-            raise EngineError("the vllm engine completes plain prompts; STaR prompts are text, not chat messages")
-        prompts.append(r.prompt)
-        params.append({"n": 1, "temperature": r.temperature, "top_p": r.top_p, "max_tokens": r.max_tokens,
-                       "stop": list(r.stop), "seed": r.seed})
-    return prompts, params
-
-
-def vllm_completion(output: Any) -> Completion:
-    """A ``vllm.RequestOutput`` (first sample) as a :class:`Completion`."""
-    sample = output.outputs[0]
-    return Completion(text=sample.text, prompt_tokens=len(output.prompt_token_ids or ()),
-                      completion_tokens=len(sample.token_ids or ()), finish_reason=str(sample.finish_reason or ""),
-                      raw={"stop_reason": getattr(sample, "stop_reason", None)})  # the stop string that fired (calculator)
-
-
-def require_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError:
-        raise ConfigError("generation.engine 'vllm' needs vLLM in this environment: pip install vllm "
-                          "(or use engine: server with a vLLM server started per checkpoint)") from None
-    return vllm
-
-
-def free_memory() -> None:
-    """The garbage and torch's CUDA cache go back (after training, or once an engine is deleted)."""
-    gc.collect()
-    torch = sys.modules.get("torch")  # nothing to free on the GPU if torch was never imported
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
-        with contextlib.suppress(Exception):
-            torch.cuda.ipc_collect()
-
-
-def release_gpu_memory(*, destroy_distributed: bool) -> None:
-    """After deleting a vLLM engine: its model-parallel groups, then :func:`free_memory`."""
-    with contextlib.suppress(ImportError):
-        from vllm.distributed import parallel_state
-
-        with contextlib.suppress(Exception):
-            parallel_state.destroy_model_parallel()
-        if destroy_distributed:
-            with contextlib.suppress(Exception):
-                parallel_state.destroy_distributed_environment()
-    free_memory()
-
-
-class VLLMBackend:
-    """``vllm.LLM`` on one checkpoint, behind the backend protocol (``release()`` frees the GPU)."""
-
-    name = "vllm"
-
-    def __init__(self, model_path: str, fingerprint: str, *, seed: int, dtype: str, options: dict[str, Any]) -> None:
-        vllm = require_vllm()
-        self.fingerprint = fingerprint
-        self._sampling_params = vllm.SamplingParams
-        self.llm: Any = vllm.LLM(model=model_path, seed=seed, dtype=dtype, **options)
-
-    def cache_identity(self) -> dict[str, Any]:
-        return {"backend": self.name, "weights": self.fingerprint}
-
-    async def complete(self, requests: list[Request]) -> list[Completion]:
-        prompts, params = vllm_inputs(requests)
-        outputs = self.llm.generate(prompts, [self._sampling_params(**p) for p in params], use_tqdm=False)
-        return [vllm_completion(o) for o in outputs]
-
-    async def aclose(self) -> None:  # the engine lives until release(): generate and rationalize share it
-        return None
-
-    def release(self) -> None:
-        llm, self.llm = self.llm, None
-        engine_core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
-        if engine_core is not None and hasattr(engine_core, "shutdown"):  # vLLM V1: its engine process goes now
-            with contextlib.suppress(Exception):
-                engine_core.shutdown()
-        del llm
-        release_gpu_memory(destroy_distributed=dist.world_size() == 1)
 
 
 # --------------------------------------------------------------------------- server (a process per checkpoint)
@@ -333,37 +244,25 @@ def store_identity(cfg: StarConfig, fingerprint: str) -> dict[str, Any]:
     flags, other outputs)."""
     g = cfg.generation
     ident: dict[str, Any] = {"star": 2, "engine": g.engine_name, "weights": fingerprint, "options": g.options}
-    if g.engine_name == "transformers":
-        ident.update(resolved_placement(g.dtype))
-        ident["prefix_cache"] = g.prefix_cache
-        if g.decoder != "default":  # keyed only when set, so the stores of runs made before the field stay valid
-            ident["decoder"] = g.decoder
-    elif g.engine_name == "vllm":
-        ident["dtype"] = g.dtype  # vLLM resolves "auto" from the checkpoint's config, which the fingerprint covers
-    else:
-        ident.update(server_kind=g.server.server_kind, command=g.server.command, env=g.server.env)
+    ident.update(ENGINES[g.engine_name].identity(g))
     return ident
 
 
 def open_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, *, log_dir: Path) -> Session:
     """Start the configured engine on ``model_path`` (M_n)."""
-    g = cfg.generation
-    if g.engine_name == "vllm":
-        if dist.world_size() > 1:
-            raise ConfigError("engine vllm (in process) cannot run under a multi-process `accelerate launch`: vLLM sets up "
-                              "its own torch.distributed; use engine: server (started by rank 0) instead")
-        vb = VLLMBackend(model_path, fingerprint, seed=cfg.seed, dtype=g.dtype, options=g.options)
-        return Session(n, "vllm", model_path, fingerprint, vb, _closers=[vb.release])
-    if g.engine_name == "server":
-        server = ServerProcess(g.server, model_path, fingerprint, log_dir / f"server-M{n}.log")
-        served = server.start()
-        backend = get_backend("openai", model=g.server.model_name, base_url=server.base_url, server_kind=g.server.server_kind,
-                              concurrency=g.server.concurrency, api_key="EMPTY", api="completions", allow_empty=True)
-        return Session(n, "server", model_path, fingerprint, backend, served=served, _closers=[server.stop])
-    return _transformers_session(cfg, n, model_path, fingerprint)
+    return ENGINES[cfg.generation.engine_name].open(cfg, n, model_path, fingerprint, log_dir)
 
 
-def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str) -> Session:
+# --------------------------------------------------------------------------- the engines
+def _transformers_identity(g: GenerationOptions) -> dict[str, Any]:
+    ident: dict[str, Any] = dict(resolved_placement(g.dtype))
+    ident["prefix_cache"] = g.prefix_cache
+    if g.decoder != "default":  # keyed only when set, so the stores of runs made before the field stay valid
+        ident["decoder"] = g.decoder
+    return ident
+
+
+def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, log_dir: Path) -> Session:
     g = cfg.generation
     model, tok = load_for_generation(model_path, g.dtype)  # whole, outside any ZeRO-3/FSDP init, on this rank's device
     options = dict(g.options)
@@ -373,6 +272,55 @@ def _transformers_session(cfg: StarConfig, n: int, model_path: str, fingerprint:
         options.setdefault("mode", "generate")
     if g.threads:
         options.setdefault("threads", g.threads)
-    backend = get_backend("transformers", model=model, tokenizer=tok, batch_size=g.batch_size, fingerprint=fingerprint, **options)
+    backend = get_backend(ENGINES["transformers"].backend, model=model, tokenizer=tok, batch_size=g.batch_size,
+                          fingerprint=fingerprint, **options)
     return Session(n, "transformers", model_path, fingerprint, backend, weights=weights_digest(model))
 
+
+def _vllm_identity(g: GenerationOptions) -> dict[str, Any]:
+    return {"dtype": g.dtype}  # vLLM resolves "auto" from the checkpoint's config, which the fingerprint covers
+
+
+def _vllm_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, log_dir: Path) -> Session:
+    g = cfg.generation
+    if dist.world_size() > 1:
+        raise ConfigError("engine vllm (in process) cannot run under a multi-process `accelerate launch`: vLLM sets up "
+                          "its own torch.distributed; use engine: server (started by rank 0) instead")
+    backend = get_backend(ENGINES["vllm"].backend, model_path=model_path, fingerprint=fingerprint, seed=cfg.seed,
+                          dtype=g.dtype, options=g.options, destroy_distributed=dist.world_size() == 1)
+    return Session(n, "vllm", model_path, fingerprint, backend,
+                   _closers=[backend.release] if isinstance(backend, Releases) else [])
+
+
+def _server_identity(g: GenerationOptions) -> dict[str, Any]:
+    return {"server_kind": g.server.server_kind, "command": g.server.command, "env": g.server.env}
+
+
+def _server_session(cfg: StarConfig, n: int, model_path: str, fingerprint: str, log_dir: Path) -> Session:
+    g = cfg.generation
+    server = ServerProcess(g.server, model_path, fingerprint, log_dir / f"server-M{n}.log")
+    served = server.start()
+    backend = get_backend(ENGINES["server"].backend, model=g.server.model_name, base_url=server.base_url,
+                          server_kind=g.server.server_kind, concurrency=g.server.concurrency, api_key="EMPTY",
+                          api="completions", allow_empty=True)
+    return Session(n, "server", model_path, fingerprint, backend, served=served, _closers=[server.stop])
+
+
+@dataclass(frozen=True)
+class Engine:
+    """How the STaR loop runs a model on a checkpoint: ``backend``, its name in
+    :data:`~thoughtsource.backends.BACKENDS`; ``identity``, what else keys its completions; ``open``, its session;
+    ``shards``: each rank generates its share (else rank 0 generates for all)."""
+
+    backend: str
+    identity: Callable[[GenerationOptions], dict[str, Any]]
+    open: Callable[[StarConfig, int, str, str, Path], Session]
+    shards: bool = False
+
+
+#: ``generation.engine`` → how it runs; each engine is one of :data:`~thoughtsource.backends.BACKENDS`
+ENGINES: dict[str, Engine] = {
+    "transformers": Engine("transformers", _transformers_identity, _transformers_session, shards=True),
+    "vllm": Engine("vllm", _vllm_identity, _vllm_session),
+    "server": Engine("openai", _server_identity, _server_session),  # a server started per checkpoint
+}

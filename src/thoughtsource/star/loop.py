@@ -46,6 +46,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..backends.vllm import free_memory
 from ..embedded import check_model_source, load_model
 from ..errors import ConfigError
 from ..io import read_json
@@ -53,7 +54,6 @@ from . import dist
 from .accumulate import accumulate, file_sha256
 from .artifacts import RunFolder, checkpoint, has_checkpoint, iter_dir, rationales, read_jsonl, write, write_jsonl
 from .config import StarConfig
-from .engines import free_memory
 from .filtering import filter_rationales
 from .generation import Generator, GenStats
 from .loading import outside_sharded_init

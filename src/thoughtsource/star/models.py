@@ -19,7 +19,7 @@ from . import dist
 from .artifacts import checkpoint, has_checkpoint
 from .calculator import CALCULATOR_VERSION, CalculatorBackend
 from .config import StarConfig
-from .engines import Session, model_fingerprint, open_session, store_identity
+from .engines import ENGINES, Session, model_fingerprint, open_session, store_identity
 from .generation import Generator
 
 
@@ -132,7 +132,7 @@ class RunModels:
         """Completes prompts with M_n (its engine opened only when a completion is missing)."""
         fp = self.fingerprint(n)
         assert fp is not None, f"M_{n} has no checkpoint"
-        shard = self.cfg.generation.engine_name == "transformers"  # vllm and servers run on rank 0 only
+        shard = ENGINES[self.cfg.generation.engine_name].shards  # vllm and servers run on rank 0 only
         wrap = self.wrap_backend
         if self.calculator_rounds is not None:  # the calculator above the engine (and above a test's wrapper)
             rounds, inner = self.calculator_rounds, self.wrap_backend
