@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from thoughtsource.errors import EngineError
 from thoughtsource.io import read_json, write_json
 from thoughtsource.star.config import StarConfig
-from thoughtsource.errors import EngineError
 from thoughtsource.star.engines import model_fingerprint
 from thoughtsource.star.loop import StarRun
 
