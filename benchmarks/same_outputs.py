@@ -32,7 +32,8 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("THOUGHTSOURCE_DATA") or REPO.parent / "shared" / "data")
-VOLATILE = {"elapsed_s", "seconds", "created", "id", "path", "file", "out", "version", "written_at", "system_fingerprint"}
+VOLATILE = {"elapsed_s", "seconds", "created", "id", "path", "file", "out", "version", "written_at", "system_fingerprint",
+            "date", "git_hash", "commit"}
 
 
 def _ts(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -162,7 +163,7 @@ def compare(a: Path, b: Path) -> int:
     differences = 0
     for part in sorted(set(old) | set(new)):
         for key in sorted(set(old.get(part, {})) | set(new.get(part, {}))):
-            x, y = _round(old.get(part, {}).get(key)), _round(new.get(part, {}).get(key))
+            x, y = (_round(_scrub(side.get(part, {}).get(key))) for side in (old, new))
             if x != y:
                 differences += 1
                 print(f"DIFFERENT {part}/{key}:\n  before {json.dumps(x)[:400]}\n  after  {json.dumps(y)[:400]}")
