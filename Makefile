@@ -30,10 +30,10 @@ demo: install
 test: install
 	$(PY) -m pytest -q -n auto --dist loadfile --durations=25
 
-## test-fast: the fast tier (no `slow`, no `browser` tests), under 4 minutes on a 2-core machine (docs/benchmarks.md);
-## the 10 slowest tests are listed: one past ~5 s belongs under @pytest.mark.slow.
+## test-fast: the fast tier (no `slow`, no `browser` tests), under 4 minutes on a 2-core machine (docs/benchmarks.md),
+## on pytest-xdist as `make test`; the 10 slowest tests are listed: one past ~5 s belongs under @pytest.mark.slow.
 test-fast: install
-	$(PY) -m pytest -q -m "not slow and not browser" --durations=10
+	$(PY) -m pytest -q -n auto --dist loadfile -m "not slow and not browser" --durations=10
 
 ## bench: generation throughput against the local fault server (prints the ratio to the seed's pattern).
 bench: install
