@@ -38,7 +38,7 @@ PATH_ROOTS = [ROOT, PACKAGE, ROOT / "src"]
 #: tables and columns of the web app's database (``users.removed``, ``db.uploads``) and Hugging Face ``datasets``.
 OTHER_MEANINGS = {"generation", "server", "config", "app", "report", "collection", "data", "users", "db", "stats"}
 OTHER_NAMES = {"datasets.load_dataset", "datasets.DatasetDict",  # Hugging Face datasets
-               "vllm.LLM"}  # vLLM's class, which backends/vllm.py wraps
+               "vllm.LLM", "vllm.RequestOutput"}  # vLLM's classes, which backends/vllm.py wraps
 #: A cited file by its name: a dotted word ending in one of these is a file, not a module attribute.
 FILE_EXTENSIONS = {"py", "md", "json", "jsonl", "csv", "png", "svg", "pdf", "yaml", "yml", "toml", "cfg", "txt", "log", "html",
                    "css", "js", "parquet", "arrow", "sqlite", "db", "gguf", "bin", "safetensors", "pt", "sh", "gz", "zip",
