@@ -8,16 +8,19 @@ from typing import Any
 
 import typer
 
+from ..collection import Collection
+from ..config import read_yaml_mapping
 from ..console import note, print_json, stdout
+from ..errors import ConfigError, DataError, GenerationFailed
+from ..generation import GenerateReport, generate, generate_entries
 from ..generation.config import GenerateConfig
+from ..io import FileSamples, check_out, iter_entries, write_entries
 from .config_options import GivenOptions, apply_sets, config_options, options
 
 log = logging.getLogger(__name__)
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
-    from ..config import read_yaml_mapping
-
     return read_yaml_mapping(path, "a mapping of GenerateConfig fields")
 
 
@@ -85,17 +88,11 @@ def generate_cmd(
     Example: thoughtsource generate --dataset gsm8k --split test --limit 20 --triggers kojima-01,none
     --backend openai --base-url http://127.0.0.1:8000/v1 --model NAME --out gsm8k_20.json
     """
-    from ..collection import Collection
-    from ..errors import ConfigError, GenerationFailed
-    from ..generation import generate
-
     if bool(dataset) == bool(file):
         raise ConfigError("give either --dataset or --file")
     if out is None and not dry_run:
         raise typer.BadParameter("needed unless --dry-run", param_hint="'--out'")
     if out is not None and not dry_run:
-        from ..io import check_out
-
         check_out(out)  # before any data is loaded or any completion asked for
     settings: dict[str, Any] = _load_yaml(config) if config else {}
     if "model" in apply_sets(GenerateConfig, settings, given.sets):
@@ -134,8 +131,6 @@ def generate_cmd(
     flag = "--n-samples" if n_samples is not None else "--limit"
     collection = select_samples(full, split, old_name(limit, n_samples, "--limit", "--n-samples"), select_seed, flag)
     if len(collection) == 0:
-        from ..errors import DataError
-
         raise DataError("no samples to generate for" + (f" (split '{split}')" if split else ""), path=str(file) if file else None)
     report = generate(collection, cfg, dry_run=dry_run, exemplar_pool=full)
     if dry_run:
@@ -157,10 +152,6 @@ def _generate_streaming(file: Path, out: Path, cfg: Any, as_json: bool) -> None:
     """``generate --file F --out O`` over every sample of F: the file is read, generated for and written
     ``generation.CHUNK_SAMPLES`` samples at a time (``generation.generate_entries`` into ``io.write_entries``), so memory
     does not grow with it; the output is what the in-memory path writes, byte for byte."""
-    from ..errors import DataError, GenerationFailed
-    from ..generation import GenerateReport, generate_entries
-    from ..io import FileSamples, iter_entries, write_entries
-
     if next(iter(FileSamples(file).samples()), None) is None:
         raise DataError("no samples to generate for", path=str(file))
     report = GenerateReport()

@@ -6,6 +6,7 @@ from enum import Enum
 
 import typer
 
+from ..errors import require
 from ..listen import MODEL_SERVER_PORT
 
 
@@ -47,10 +48,9 @@ def serve_model(
 
     Needs the serve and models extras: pip install '.\\[serve,models]' in a clone of thoughtsource.
     """
-    from ..errors import require
-
     for module in ("fastapi", "uvicorn", "transformers", "torch"):  # the hint names both extras: it needs them all
         require(module, extra="serve,models", purpose="serve-model")
+    # imported when the command runs, not at CLI start: `thoughtsource --help` stays fast
     from ..backends.server import make_backend, serve
 
     # a server's requests arrive while others decode: auto is continuous batching on every device
