@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ..errors import BackendError, ConfigError
 from ..listen import MODEL_SERVER_PORT
+from ..reasoning import split_reasoning, split_tokens
 from .base import BackendSettings, Completion, Request, extra_params
 from .counters import Counters, loop_state, request_seed
 
@@ -564,8 +565,6 @@ class OpenAIBackend:
         self, choice: dict[str, Any], path: str, text: str, usage: dict[str, Any], completion_tokens: int
     ) -> tuple[tuple[str, str] | None, str, int]:
         """((reasoning, answer) or None, source, reasoning tokens) of one choice (see thoughtsource.reasoning)."""
-        from ..reasoning import split_reasoning, split_tokens
-
         o = self.options
         if o.reasoning == "off":
             return None, "", 0

@@ -57,6 +57,7 @@ from ..interrupt import ctrl_c_stops, request_stop
 from ..listen import MODEL_SERVER_PORT, bind
 from .base import Backend, Loads
 from .server_guard import Guard
+from .transformers_local import TransformersBackend
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +96,6 @@ class ModelServerHandle:
 
 
 def make_backend(model: str = "embedded", **options: Any) -> Backend:
-    from .transformers_local import TransformersBackend
-
     return TransformersBackend(model=model, **options)
 
 

@@ -53,9 +53,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import interrupt
+from ..embedded import check_model_source, embedded_is_converted, is_embedded, load_model, resolve_model
 from ..errors import BackendError
 from ..interrupt import Interrupted
+from ..io import atomic_write
 from ..paths import cache_dir
+from ..reasoning import split_reasoning
+from . import graph_decode, prefix_decode
 from .base import BackendSettings, Completion, Request, TokenSink, sampling_extras
 from .counters import Counters, loop_state, request_seed, take_waiting
 from .cpu_threads import MeasuredThreads, thread_cap
@@ -140,8 +144,6 @@ class TransformersBackend:
             self.device = str(next(model.parameters()).device)
             self._owns_model = False
         else:
-            from ..embedded import check_model_source
-
             self.options = TransformersOptions(model=model, **options)
             check_model_source(model)  # a missing folder is an error now, not a traceback at the first request
             self._model = self._tokenizer = None
@@ -186,8 +188,6 @@ class TransformersBackend:
             if self._model is None:
                 import torch
 
-                from ..embedded import load_model
-
                 dtype = self.options.dtype
                 if dtype == "auto":
                     dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
@@ -222,8 +222,6 @@ class TransformersBackend:
         """``cache_identity()`` when it needs no model loaded (the fingerprint is known, or hashes a folder on disk; the
         embedded model only once converted), else None: a dry run counts calls without loading a model."""
         if self._fingerprint is None and self._owns_model:
-            from ..embedded import embedded_is_converted, is_embedded, resolve_model
-
             if is_embedded(self.options.model) and not embedded_is_converted():
                 return None
             if not Path(resolve_model(self.options.model)).is_dir():  # a hub id: only the loaded weights tell
@@ -567,13 +565,11 @@ class TransformersBackend:
 
     def _generate_prefix(self, rows: list[_Row], unfinished: set[int] | None = None,
                          streams: _Sinks | None = None) -> list[list[int]]:
-        from .prefix_decode import Row, decode
-
         sampler = _RowSampler(rows, self.device, [*_eos_ids(self._model, self._tokenizer), self._tokenizer.pad_token_id])
-        return decode(
+        return prefix_decode.decode(
             self._model,
             self._tokenizer,
-            [Row(r.ids, r.request.max_tokens, r.request.stop) for r in rows],
+            [prefix_decode.Row(r.ids, r.request.max_tokens, r.request.stop) for r in rows],
             batch_size=self.options.batch_size,
             eos_ids=_eos_ids(self._model, self._tokenizer),
             pick=sampler.pick,
@@ -583,13 +579,11 @@ class TransformersBackend:
         )
 
     def _generate_graph(self, rows: list[_Row], unfinished: set[int] | None = None) -> list[list[int]]:
-        from .graph_decode import GraphDecoder, Row
-
         if self._graph_decoder is None or self._graph_decoder.model is not self._model:
-            self._graph_decoder = GraphDecoder(self._model, self._tokenizer, _eos_ids(self._model, self._tokenizer))
+            self._graph_decoder = graph_decode.GraphDecoder(self._model, self._tokenizer, _eos_ids(self._model, self._tokenizer))
         first = next((r.request for r in rows if r.request.temperature > 0), None)
         out: list[list[int]] = self._graph_decoder.decode(
-            [Row(r.ids, r.request.max_tokens, r.request.stop, r.request.temperature, r.request.top_p) for r in rows],
+            [graph_decode.Row(r.ids, r.request.max_tokens, r.request.stop, r.request.temperature, r.request.top_p) for r in rows],
             batch_size=self.options.batch_size,
             seed=request_seed(first.seed, first.sample_index) if first is not None else 0,
             should_stop=interrupt.requested,
@@ -674,8 +668,6 @@ class TransformersBackend:
         A prompt that ends inside an open thought (a template that adds the start tag) makes the whole output reasoning
         until the end tag.  The reasoning tokens are the generated tokens up to and including the end tag.
         """
-        from ..reasoning import split_reasoning
-
         tags = self.options.think_tags
         assert tags is not None
         started = row.text.rstrip().endswith(tags[0])
@@ -832,8 +824,6 @@ class TransformersBackend:
     def _compute_fingerprint(self) -> str:
         if not self._owns_model:  # in memory, maybe mid-training: hash the weights themselves
             return _parameter_fingerprint(self._model)
-        from ..embedded import resolve_model
-
         path = Path(resolve_model(self.options.model))
         if path.is_dir():
             return folder_fingerprint(path)
@@ -889,8 +879,6 @@ def folder_fingerprint(path: Path, *, memo: bool = True) -> str:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     value = "sha256:" + h.hexdigest()
-    from ..io import atomic_write
-
     with atomic_write(memo_file) as fh:
         fh.write(value)
     return value
