@@ -21,8 +21,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import io
-from .errors import Cancelled, DataError
+from . import datasets, io
+from .errors import Cancelled, DataError, GenerationFailed, UnknownNameError
+from .evaluate import evaluate
+from .generation import generate
 from .io import Data
 from .schema import GeneratedCot, Sample
 
@@ -74,8 +76,6 @@ class Collection:
 
         ``"all"`` loads every registered dataset whose raw files are present (each of its available splits).
         """
-        from . import datasets
-
         if names == "all" and not splits:
             return cls(data=datasets.load_available(data_dir, **load_kwargs))
         if isinstance(names, str):
@@ -129,8 +129,6 @@ class Collection:
         return iter(self._data.items())
 
     def __getitem__(self, name: str) -> dict[str, list[Sample]]:
-        from .errors import UnknownNameError
-
         if name not in self._data:
             raise UnknownNameError("dataset in this collection", name, self._data)
         return self._data[name]
@@ -254,9 +252,6 @@ class Collection:
         is the same report; what succeeded is attached and stored, and calling again asks only for the rest),
         as the CLI exits 1; ``strict=False`` only logs the failures.
         """
-        from .errors import GenerationFailed
-        from .generation import generate
-
         report = generate(self, config, **kwargs)
         self.generate_report = report
         if strict and report.errors:
@@ -266,8 +261,6 @@ class Collection:
 
     def evaluate(self, **kwargs: Any) -> dict[str, Any]:
         """Score extracted answers in place; returns ``{"accuracy": {...}}`` (see :mod:`thoughtsource.evaluate`)."""
-        from .evaluate import evaluate
-
         return evaluate(self, **kwargs)
 
     # ------------------------------------------------------------------ output
