@@ -33,6 +33,8 @@ from typing import Any
 
 from ..backends import Backend, get_backend
 from ..backends.base import Releases
+from ..backends.transformers_local import folder_fingerprint
+from ..embedded import resolve_model
 from ..errors import ConfigError, EngineError
 from . import dist
 from .config import GenerationOptions, ServerEngine, StarConfig
@@ -45,12 +47,8 @@ log = logging.getLogger(__name__)
 def model_fingerprint(path: str, *, memo: bool = True) -> str:
     """``sha256:...`` of config.json + safetensors of a model folder (memoised unless ``memo=False``); ``name:<path>``
     for anything else."""
-    from ..embedded import resolve_model
-
     resolved = Path(resolve_model(path))
     if resolved.is_dir():
-        from ..backends.transformers_local import folder_fingerprint
-
         return folder_fingerprint(resolved, memo=memo)
     return f"name:{path}"
 
