@@ -10,6 +10,7 @@ from collections.abc import Hashable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from ..errors import ThoughtSourceError
 from .base import (
     AFFIRMED,
     CONDITIONAL,
@@ -248,8 +249,6 @@ def math_equal(value: str, gold: str) -> bool:
 
         from math_verify import verify
     except ImportError:  # pragma: no cover - the math extra is part of every install we test
-        from ..errors import ThoughtSourceError
-
         raise ThoughtSourceError("scoring 'math' answers needs math-verify: pip install 'thoughtsource[math]'") from None
     gp, vp = _parsed(gold), _parsed(value)
     if not gp or not vp:

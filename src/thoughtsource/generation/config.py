@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..backends import backend_class
 from ..backends.base import Backend
+from ..embedded import EMBEDDED_NAME, is_embedded
 from ..errors import ConfigError, validation_problems
 from ..prompts import AUTO
 from ..prompts.templates import DEFAULT_ANSWER, DEFAULT_COT, Templates
@@ -125,8 +126,6 @@ class GenerateConfig(BaseModel):
 
     def model_info(self, sample_index: int, name: str | None = None) -> dict[str, Any]:
         """What is stored as a CoT's ``model``: the name and the generation parameters."""
-        from ..embedded import EMBEDDED_NAME, is_embedded
-
         name = name or self.model
         info: dict[str, Any] = {"name": name, "temperature": self.temperature, "max_tokens": self.max_tokens}
         if is_embedded(name):

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, UnknownNameError
+from ..io import read_json
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +83,6 @@ def bundled_path() -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    from ..io import read_json
-
     if path.suffix == ".json":
         obj = read_json(path)
     else:

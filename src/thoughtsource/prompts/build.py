@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..answers import get as answer_type
+from ..errors import DataError
 from ..schema import Sample
 from . import AUTO, Fragments
 from .templates import Templates
@@ -59,8 +60,6 @@ class Prompt:
 def format_choices(choices: Sequence[str]) -> str:
     """``A) first\\nB) second ...``"""
     if len(choices) > len(LETTERS):
-        from ..errors import DataError
-
         raise DataError(f"{len(choices)} choices; at most {len(LETTERS)} can be lettered", field="choices")
     return "\n".join(f"{LETTERS[i]}) {c}" for i, c in enumerate(choices))
 
