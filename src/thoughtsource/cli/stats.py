@@ -70,6 +70,7 @@ def stats(
         report = _merged_stats(datasets or [], file or [], data_dir, all_available, split, tokenizer.value, n, out)
     images: dict[str, str] = {}
     if not no_plots:
+        # the plots (matplotlib, the plots extra) imported only when they are drawn
         from ..reporting.stats_plots import write_all
 
         t1 = time.perf_counter()

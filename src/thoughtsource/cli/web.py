@@ -82,6 +82,7 @@ def serve(
     settings = _settings(ServeSettings, files=files, db=_db_path(db), page_size=page_size, secure_cookies=secure_cookies,
                          blind=blind, blind_show_gold=blind_show_gold, allowed_hosts=hosts, **extra)
     app = create_app(settings)
+    # the similarity (scikit-learn) imported when serve runs, not at CLI start
     from ..web.similarity import pairwise
 
     pairwise(["Warm up scikit-learn.", "Warm up scikit-learn now."])  # its first import takes seconds: not on a request
