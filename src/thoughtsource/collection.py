@@ -21,9 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import datasets, io
+from . import io
 from .errors import Cancelled, DataError, GenerationFailed, UnknownNameError
-from .evaluate import evaluate
 from .generation import generate
 from .io import Data
 from .schema import GeneratedCot, Sample
@@ -76,6 +75,8 @@ class Collection:
 
         ``"all"`` loads every registered dataset whose raw files are present (each of its available splits).
         """
+        from . import datasets  # the 14 dataset modules: loaded when a dataset is, not at CLI start (the CLI imports this)
+
         if names == "all" and not splits:
             return cls(data=datasets.load_available(data_dir, **load_kwargs))
         if isinstance(names, str):
@@ -261,6 +262,8 @@ class Collection:
 
     def evaluate(self, **kwargs: Any) -> dict[str, Any]:
         """Score extracted answers in place; returns ``{"accuracy": {...}}`` (see :mod:`thoughtsource.evaluate`)."""
+        from .evaluate import evaluate  # loaded when evaluating, not at CLI start (the CLI imports this module)
+
         return evaluate(self, **kwargs)
 
     # ------------------------------------------------------------------ output
