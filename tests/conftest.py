@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
@@ -109,16 +110,36 @@ def _open_log_streams() -> None:
     _reopen_closed_log_streams()
 
 
-
-def _logging_state() -> dict[str, object]:
+@dataclass(frozen=True)
+class _LoggingState:
     """What decides whether the package's log records reach a handler: the root logger's level and own handlers
     (pytest's capture handlers aside), the ``thoughtsource`` logger's level, propagation and on/off, and
     ``logging.disable``."""
-    root, package = logging.getLogger(), logging.getLogger("thoughtsource")
-    handlers = [h for h in root.handlers if not type(h).__module__.startswith("_pytest")]
-    return {"root level": root.level, "root handlers": handlers, "thoughtsource level": package.level,
-            "thoughtsource propagate": package.propagate, "thoughtsource disabled": package.disabled,
-            "logging.disable": logging.root.manager.disable}
+
+    root_level: int
+    root_handlers: tuple[logging.Handler, ...]
+    level: int
+    propagate: bool
+    disabled: bool
+    disable: int
+
+    @classmethod
+    def now(cls) -> _LoggingState:
+        root, package = logging.getLogger(), logging.getLogger("thoughtsource")
+        return cls(root.level, tuple(h for h in root.handlers if not _is_pytests(h)), package.level, package.propagate,
+                   package.disabled, logging.root.manager.disable)
+
+    def restore(self) -> None:
+        root, package = logging.getLogger(), logging.getLogger("thoughtsource")
+        root.setLevel(self.root_level)
+        root.handlers[:] = [*self.root_handlers, *(h for h in root.handlers if _is_pytests(h))]
+        package.setLevel(self.level)
+        package.propagate, package.disabled = self.propagate, self.disabled
+        logging.disable(self.disable)
+
+
+def _is_pytests(handler: logging.Handler) -> bool:
+    return type(handler).__module__.startswith("_pytest")
 
 
 @pytest.fixture(autouse=True)
@@ -128,14 +149,7 @@ def _logging_put_back() -> Iterator[None]:
     logger at INFO, or at WARNING with ``-q``, for the rest of the process.  Under pytest-xdist whichever test ran next
     on that worker lost its INFO records (``test_published_keys_and_bad_templates`` failed in CI, in one file order of
     many): tests/test_isolation.py."""
-    before = _logging_state()
+    before = _LoggingState.now()
     yield
-    if _logging_state() == before:
-        return
-    root, package = logging.getLogger(), logging.getLogger("thoughtsource")
-    ours = [h for h in root.handlers if type(h).__module__.startswith("_pytest")]
-    root.setLevel(before["root level"])  # type: ignore[arg-type]
-    root.handlers[:] = [*before["root handlers"], *ours]  # type: ignore[misc]
-    package.setLevel(before["thoughtsource level"])  # type: ignore[arg-type]
-    package.propagate, package.disabled = before["thoughtsource propagate"], before["thoughtsource disabled"]  # type: ignore[assignment]
-    logging.disable(before["logging.disable"])  # type: ignore[arg-type]
+    if _LoggingState.now() != before:
+        before.restore()
