@@ -11,16 +11,26 @@ from thoughtsource import datasets
 from thoughtsource.schema import Sample
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One THOUGHTSOURCE_CACHE per test run (conversions are reused across tests), and never a download."""
-    cache = tmp_path_factory.mktemp("ts_cache")
+@pytest.fixture(scope="session")
+def dataset_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One THOUGHTSOURCE_CACHE for the dataset tests of a test run: conversions are reused across their modules."""
+    return tmp_path_factory.mktemp("ts_cache")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _isolated_cache(dataset_cache: Path) -> Iterator[Path]:
+    """While a module of this folder runs: its own cache and never a download, the data folder given by argument only.
+
+    Module scope, not session scope: a session fixture of a sub-folder's conftest stays set up until the session ends,
+    so every test that ran after the first dataset test on a worker (pytest-xdist) got this cache, no
+    THOUGHTSOURCE_DATA and offline mode; each worker then converted the embedded model a second time (~40 s) into it.
+    ``tests/test_isolation.py`` checks the environment after a dataset test."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("THOUGHTSOURCE_CACHE", str(cache))
+        mp.setenv("THOUGHTSOURCE_CACHE", str(dataset_cache))
         mp.setenv("THOUGHTSOURCE_OFFLINE", "1")
         mp.delenv("THOUGHTSOURCE_DATA", raising=False)
         mp.delenv("THOUGHTSOURCE_SHARED_DATA", raising=False)
-        yield cache
+        yield dataset_cache
 
 
 @pytest.fixture(scope="session")
