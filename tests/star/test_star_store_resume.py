@@ -1,5 +1,9 @@
 """Finer resume: STaR generation goes through the run's completion store, so a run killed in the middle of a
-generation step asks, when resumed, only for the completions it had not finished (embedded model, CPU)."""
+generation step asks, when resumed, only for the completions it had not finished (CPU).
+
+What is tested is the loop's bookkeeping (which completions are asked for, which steps are redone), not what a model
+says: the runs start from the committed 0.37M bootstrap base (``tests/star/fixtures/bootstrap_base``, a real model
+``thoughtsource star base`` built, on the compact scratchpad it was trained on), not the 135M embedded model."""
 
 from __future__ import annotations
 
@@ -15,9 +19,12 @@ from thoughtsource.star.loop import StarRun
 
 pytestmark = pytest.mark.slow
 
+BASE = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
 CFG = {
+    "model": str(BASE),
     "task": "arithmetic",
-    "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 2, "n_dev_per_digit": 2},
+    "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 2, "n_dev_per_digit": 2,
+                     "scratchpad": "compact"},
     "iterations": 1,
     "fewshot_k": 1,
     "steps": {"first": 1, "warmup_steps": 0},
