@@ -18,12 +18,15 @@ runner = CliRunner()
 def test_fewshot_baseline_via_cli_then_compare(tmp_path: Path) -> None:
     out = tmp_path / "fewshot"
     args = ["star", "run", "--task", "arithmetic", "--model", "embedded", "--digits", "1-2", "--n-train", "4", "--n-test", "1",
-            "--fewshot-k", "1", "--max-new-tokens", "40", "--baseline", "fewshot", "--iterations", "3", "--out", str(out)]
+            "--n-dev", "1", "--fewshot-k", "1", "--max-new-tokens", "40", "--baseline", "fewshot", "--iterations", "3", "--out", str(out)]
     r = runner.invoke(app, args)
     assert r.exit_code == 0, r.output
     metrics = json.loads((out / "metrics.json").read_text())
     assert [m["iteration"] for m in metrics["iterations"]] == [0]  # few-shot: no training
-    assert metrics["config"]["task_options"] == {"min_digits": 1, "max_digits": 2, "n_train": 4, "n_test_per_digit": 1}
+    # one dev problem a digit count, not the task's default 50 (100 greedy decodes the test never looked at)
+    assert metrics["config"]["task_options"] == {"min_digits": 1, "max_digits": 2, "n_train": 4, "n_test_per_digit": 1,
+                                                 "n_dev_per_digit": 1}
+    assert set(metrics["iterations"][0]["dev_accuracy_by_group"]) == {"1-digit", "2-digit"}
     assert set(metrics["iterations"][0]["test_accuracy_by_group"]) == {"1-digit", "2-digit"}
     resolved = json.loads((out / "config.json").read_text())
     assert resolved["baseline"] == "fewshot" and resolved["generation"]["max_new_tokens"] == 40
@@ -36,7 +39,7 @@ def test_fewshot_baseline_via_cli_then_compare(tmp_path: Path) -> None:
     assert (out / "iter_0" / "test.json").stat().st_mtime_ns == mtime
     data = json.loads(r.stdout)  # --json: stdout is the summary alone
     it0 = metrics["iterations"][0]
-    assert data["stats"]["iterations"][0]["test"]["correct"] == it0["test_correct"] and data["stats"]["best"]["chosen_on"] in ("dev", "test")
+    assert data["stats"]["iterations"][0]["test"]["correct"] == it0["test_correct"] and data["stats"]["best"]["chosen_on"] == "dev"
 
     png = tmp_path / "cmp.png"
     r = runner.invoke(app, ["star", "compare", f"a={out}", f"b={out}", "--out", str(png)])

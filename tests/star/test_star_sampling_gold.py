@@ -5,6 +5,8 @@ training arm runs the same optimizer steps of the same batch size)."""
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +40,29 @@ def _records(d: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (d / "train.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-def test_k_samples_each_kept_distinct_correct_one_is_a_record(shared_data: Path, tmp_path: Path) -> None:
-    cfg = _cfg(shared_data, sampling={"k": 4, "temperature": 1.0})
-    out = tmp_path / "star"
-    summary = StarRun(StarConfig.from_dict(cfg), out, show_progress=False).run()
+def _k_cfg(shared_data: Path) -> dict[str, Any]:
+    return _cfg(shared_data, sampling={"k": 4, "temperature": 1.0})
+
+
+@pytest.fixture(scope="module")
+def k_run(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The k-samples run (one iteration), made once: its folder and summary.  Its completion store also holds the base
+    model's greedy iteration-0 answers, which the gold arm asks for again (same model, prompts and options)."""
+    out = tmp_path_factory.mktemp("sampling") / "star"
+    return out, StarRun(StarConfig.from_dict(_k_cfg(shared_data)), out, show_progress=False).run()
+
+
+def _copy_store(run: Path, out: Path) -> None:
+    """``run``'s completion store as ``out``'s (a completion's key hashes the weights, the prompt and the decoding options,
+    so a copied one is only read for the identical request)."""
+    out.mkdir(parents=True)
+    with closing(sqlite3.connect(run / "completions.sqlite")) as src, closing(sqlite3.connect(out / "completions.sqlite")) as dst:
+        src.backup(dst)
+
+
+def test_k_samples_each_kept_distinct_correct_one_is_a_record(shared_data: Path, k_run: tuple[Path, dict[str, Any]]) -> None:
+    cfg = _k_cfg(shared_data)
+    out, summary = k_run
     d = out / "iter_1"
     gen = read_json(d / "generate.json")["rows"]
     rat = read_json(d / "rationalize.json")["rows"]
@@ -70,15 +91,20 @@ def test_k_samples_each_kept_distinct_correct_one_is_a_record(shared_data: Path,
         assert m["steps"] == StarConfig.from_dict(cfg).steps.steps(1)
 
 
-def test_gold_arm_trains_on_the_reference_rationales_with_the_same_steps_as_direct(shared_data: Path, tmp_path: Path) -> None:
+def test_gold_arm_trains_on_the_reference_rationales_with_the_same_steps_as_direct(
+        shared_data: Path, tmp_path: Path, k_run: tuple[Path, dict[str, Any]]) -> None:
     task = get_task("mawps", per_iteration=6, n_test=3, n_dev=2, data_dir=str(shared_data))
     train = {p.id: p for p in task.train_problems(1, 0)}
     steps = {}
     for arm in ("gold", "direct"):
         out = tmp_path / arm
+        if arm == "gold":  # its iteration 0 is the k-samples run's (the base's greedy few-shot answers): read, not redone
+            _copy_store(k_run[0], out)
         summary = StarRun(StarConfig.from_dict(_cfg(shared_data, baseline=arm, iterations=1)), out, show_progress=False).run()
         d = out / "iter_1"
         assert not (d / "generate.json").exists()  # neither arm generates rationales
+        if arm == "gold":
+            assert [read_json(out / "iter_0" / f"{s}.json")["stats"]["from_store"] for s in ("test", "dev")] == [3, 2]
         recs = _records(d)
         assert [r["id"] for r in recs] == list(train)
         for r in recs:

@@ -1,5 +1,9 @@
 """Finer resume: STaR generation goes through the run's completion store, so a run killed in the middle of a
-generation step asks, when resumed, only for the completions it had not finished (embedded model, CPU)."""
+generation step asks, when resumed, only for the completions it had not finished (CPU).
+
+What is tested is the loop's bookkeeping (which completions are asked for, which steps are redone), not what a model
+says: the runs start from the committed 0.37M bootstrap base (``tests/star/fixtures/bootstrap_base``, a real model
+``thoughtsource star base`` built, on the compact scratchpad it was trained on), not the 135M embedded model."""
 
 from __future__ import annotations
 
@@ -15,13 +19,16 @@ from thoughtsource.star.loop import StarRun
 
 pytestmark = pytest.mark.slow
 
+BASE = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
 CFG = {
+    "model": str(BASE),
     "task": "arithmetic",
-    "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 2, "n_dev_per_digit": 2},
+    "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 2, "n_dev_per_digit": 2,
+                     "scratchpad": "compact"},
     "iterations": 1,
-    "fewshot_k": 1,
+    "fewshot_k": 0,  # the base was trained zero-shot: it answers most of these right, so iteration 1 trains on them
     "steps": {"first": 1, "warmup_steps": 0},
-    "generation": {"batch_size": 2, "max_new_tokens": 30},
+    "generation": {"batch_size": 2, "max_new_tokens": 40},  # a compact 1-digit answer is 30 characters (tokens)
 }
 
 
@@ -114,6 +121,7 @@ def test_a_resume_with_another_generation_dtype_regenerates_and_rebuilds_what_wa
     assert {v["model"]["identity"]["device"] for v in fp32.values()} == {"cpu"}
     with sqlite3.connect(out / "completions.sqlite") as db:
         stored = db.execute("select count(*) from completions").fetchone()[0]
+    fp32_train = read_json(out / "iter_1" / "train_stats.json")
 
     cfg = StarConfig.from_dict({**CFG, "generation": {**CFG["generation"], "dtype": "bfloat16"}})
     run = StarRun(cfg, out, resume=True, show_progress=False)
@@ -124,6 +132,7 @@ def test_a_resume_with_another_generation_dtype_regenerates_and_rebuilds_what_wa
     assert {(1, "generate"), (1, "dataset"), (1, "train"), (1, "test"), (1, "dev")} <= set(run.done_steps)
     for step in fp32:
         assert read_json(out / f"{step}.json")["model"]["identity"]["dtype"] == "bfloat16", step
+    assert fp32_train["examples"] > 0 and read_json(out / "iter_1" / "train_stats.json")["examples"] > 0  # real trainings
     with sqlite3.connect(out / "completions.sqlite") as db:  # nothing reused: every bf16 completion was asked for
         assert db.execute("select count(*) from completions").fetchone()[0] == 2 * stored
 

@@ -9,6 +9,8 @@ import pytest
 from thoughtsource.star.config import StarConfig, StepSchedule
 from thoughtsource.star.tasks.base import TrainingRecord
 
+BOOTSTRAP_BASE = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
+
 
 # --------------------------------------------------------------------------- step schedule
 def test_paper_schedule_40_then_plus_20_percent() -> None:
@@ -43,20 +45,15 @@ def test_schedule_rejects_zero_first_steps_and_caps() -> None:
 
 
 # --------------------------------------------------------------------------- masked loss
-@pytest.fixture(scope="module")
-def model_and_tok():
-    from thoughtsource.embedded import load_model
-
-    return load_model("embedded")
-
-
 @pytest.mark.slow
-def test_prompt_tokens_contribute_zero_loss_and_zero_gradient(model_and_tok) -> None:
+def test_prompt_tokens_contribute_zero_loss_and_zero_gradient(embedded_model) -> None:
+    """On the embedded model and its tokenizer, as loaded once a session (conftest ``embedded_model``): the gradient is
+    taken w.r.t. detached logits, so the shared weights are never touched."""
     import torch
 
     from thoughtsource.star.train import IGNORE_INDEX, collator, tokenize_record
 
-    model, tok = model_and_tok
+    model, tok = embedded_model
     recs = [TrainingRecord("a", "Input:\n1 2 + 3 4\nTarget:\n", "<scratch>\n1 2 + 3 4 , C: 0\n</scratch>\n4 6"),
             TrainingRecord("b", "Input:\n5 + 7\nTarget:\n", "<scratch>\n, 2 C: 1\n1 2\n</scratch>\n1 2")]
     feats = [tokenize_record(r, tok, 512) for r in recs]
@@ -107,7 +104,9 @@ def test_prompt_tokens_contribute_zero_loss_and_zero_gradient(model_and_tok) -> 
 
 @pytest.mark.slow
 def test_last_partial_batch_is_kept_and_training_moves_the_weights(tmp_path) -> None:
-    """3 examples, batch 2, 2 steps = exactly one epoch only if the partial batch of 1 is kept."""
+    """3 examples, batch 2, 2 steps = exactly one epoch only if the partial batch of 1 is kept.  The Trainer's batching,
+    the same on any model: on the committed 0.37M bootstrap base (a real model ``star base`` built), not the 135M
+    embedded one."""
     import torch
 
     from thoughtsource.embedded import load_model
@@ -115,10 +114,10 @@ def test_last_partial_batch_is_kept_and_training_moves_the_weights(tmp_path) -> 
 
     cfg = StarConfig(batch_size=2, lr=1e-4, steps=StepSchedule(first=2, warmup_steps=0))
     recs = [TrainingRecord(str(i), f"Input:\n{i} + {i}\nTarget:\n", f"{2 * i}") for i in range(1, 4)]
-    model, tok, stats = train(cfg, "embedded", recs, 2, tmp_path / "work", show_progress=False)
+    model, tok, stats = train(cfg, str(BOOTSTRAP_BASE), recs, 2, tmp_path / "work", show_progress=False)
     assert stats["steps"] == 2 and stats["examples"] == 3
     assert stats["epochs"] == pytest.approx(1.0)
-    base, _ = load_model("embedded")
+    base, _ = load_model(str(BOOTSTRAP_BASE))
     name = "model.embed_tokens.weight"
     assert not torch.equal(dict(model.named_parameters())[name], dict(base.named_parameters())[name])
     ckpt = save_checkpoint(model, tok, tmp_path / "ckpt")
