@@ -18,6 +18,39 @@ def backend(embedded_model: tuple) -> TransformersBackend:
     return TransformersBackend.from_loaded(*embedded_model, name="embedded", batch_size=4)
 
 
+SAY_OK = Request(messages=({"role": "user", "content": "Say OK."},), max_tokens=64)  # ends with the EOS
+COUNT = Request(prompt="Count: 1, 2, 3,", max_tokens=24)  # runs to max_tokens
+
+
+class _ByMode:
+    """One backend per decoding mode (made on first use, kept for the module) and its output for one batch without
+    sinks: "Say OK." (an early EOS), the same cut at 2 tokens, a count run to its 24 tokens, two GSM8K CoTs of 8
+    tokens and a count that ends on a stop string.  The natural-end, sink and continuous-batching tests read it: each
+    of them decoded a batch of its own before (a continuous-batching call alone costs ~15 s of set-up on the CPU)."""
+
+    def __init__(self, embedded_model: tuple, batch: list[Request]) -> None:
+        self.embedded_model, self.batch = embedded_model, batch
+        self._backends: dict[str, TransformersBackend] = {}
+        self._plain: dict[str, list] = {}
+
+    def backend(self, mode: str) -> TransformersBackend:
+        if mode not in self._backends:
+            self._backends[mode] = TransformersBackend.from_loaded(*self.embedded_model, mode=mode, batch_size=8)
+        return self._backends[mode]
+
+    def plain(self, mode: str) -> list:
+        if mode not in self._plain:
+            self._plain[mode] = self.backend(mode).complete_sync(self.batch)
+        return self._plain[mode]
+
+
+@pytest.fixture(scope="module")
+def modes(embedded_model: tuple, cot_request, gsm8k_questions: list[str]) -> _ByMode:
+    batch = [SAY_OK, replace(SAY_OK, max_tokens=2), COUNT, *(cot_request(q, max_tokens=8) for q in gsm8k_questions[:2]),
+             Request(prompt="Count: 1, 2, 3,", max_tokens=8, stop=(" 6",))]
+    return _ByMode(embedded_model, batch)
+
+
 def test_real_cots_for_gsm8k_questions(backend: TransformersBackend, gsm8k_questions: list[str], cot_request, embedded_model):
     tok = embedded_model[1]
     reqs = [cot_request(q, max_tokens=32) for q in gsm8k_questions]
@@ -103,17 +136,13 @@ def test_cache_identity_fingerprints_the_weights(backend: TransformersBackend, e
     assert backend.cache_identity()["weights"] == in_memory
 
 
-def test_continuous_batching_matches_padded_generate(embedded_model: tuple, cot_request, gsm8k_questions: list[str]):
-    """transformers' continuous batching (paged attention) works on CPU too; greedy output is the same."""
-    continuous = TransformersBackend.from_loaded(*embedded_model, mode="continuous")
-    padded = TransformersBackend.from_loaded(*embedded_model, mode="generate")
-    reqs = [cot_request(q, max_tokens=8) for q in gsm8k_questions[:2]] + [
-        Request(prompt="Count: 1, 2, 3,", max_tokens=8, stop=(" 6",))
-    ]
-    a = continuous.complete_sync(reqs)
-    b = padded.complete_sync(reqs)
+def test_continuous_batching_matches_padded_generate(modes: _ByMode):
+    """transformers' continuous batching (paged attention) works on CPU too; greedy output is the same (the batch of
+    every mode: an early EOS, rows cut at 2 and 24 tokens, two GSM8K CoTs, a stop string)."""
+    a = modes.plain("continuous")
+    b = modes.plain("generate")
     assert [c.text for c in a] == [c.text for c in b]
-    assert a[0].raw["mode"] == "continuous" and a[2].finish_reason == "stop"
+    assert a[3].raw["mode"] == "continuous" and a[5].finish_reason == "stop"
 
 
 @pytest.mark.gpu
@@ -155,7 +184,10 @@ def test_prefix_mode_equals_padded_generate_greedy_and_sampled(embedded_model: t
     task = ArithmeticTask(1, 3, n_train=9, n_test_per_digit=0)
     problems = task.load("train", 0)
     ex = task.exemplars(2)
-    greedy = [Request(prompt=task.prompt(p, ex), max_tokens=task.max_new_tokens(p), stop=task.stop) for p in problems]
+    # at most 40 tokens a row (not the task's 44-88): the 1-digit rows still end on their stop string (35 tokens), the
+    # longer ones are cut; the identity is checked on every token either decoder chooses
+    greedy = [Request(prompt=task.prompt(p, ex), max_tokens=min(task.max_new_tokens(p), 40), stop=task.stop)
+              for p in problems]
     sampled = [replace(greedy[i], temperature=0.9, seed=7, sample_index=j) for i in (0, 4) for j in range(2)]
     prefix = TransformersBackend.from_loaded(*embedded_model, mode="prefix", batch_size=4)
     padded = TransformersBackend.from_loaded(*embedded_model, mode="generate", batch_size=4)
@@ -165,6 +197,7 @@ def test_prefix_mode_equals_padded_generate_greedy_and_sampled(embedded_model: t
     assert [c.text for c in a] == [c.text for c in b]
     assert [c.completion_tokens for c in a] == [c.completion_tokens for c in b]
     assert [c.finish_reason for c in a] == [c.finish_reason for c in b] and a[0].raw["mode"] == "prefix"
+    assert {c.finish_reason for c in a[:9]} == {"stop", "length"}  # greedy rows that end on their stop string, and cut
     assert len({c.text for c in a[9:]}) > 1  # the draws differ between sample indices
 
 
@@ -259,26 +292,25 @@ def test_threads_auto_times_the_model_itself(embedded_model, cot_request, gsm8k_
         torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("mode", ["prefix", "generate", "static", "continuous", "graph"])
-def test_a_natural_end_is_finish_reason_stop_in_every_mode(embedded_model: tuple, mode: str):
+MODES = ["prefix", "generate", "static", "continuous", "graph"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_natural_end_is_finish_reason_stop_in_every_mode(modes: _ByMode, mode: str):
     """"Say OK." ends with the model's EOS well before max_tokens: "stop", whatever the decoding mode (prefix mode
     dropped the EOS and said "length", so every client believed the answer was cut off)."""
-    backend = TransformersBackend.from_loaded(*embedded_model, mode=mode, batch_size=4)
-    say_ok = Request(messages=({"role": "user", "content": "Say OK."},), max_tokens=64)
-    cut = replace(say_ok, max_tokens=2)
-    done, short = backend.complete_sync([say_ok, cut])
+    done, short = modes.plain(mode)[:2]
     assert done.finish_reason == "stop" and 0 < done.completion_tokens < 64
     assert short.finish_reason == "length" and short.completion_tokens == 2
 
 
-@pytest.mark.parametrize("mode", ["prefix", "generate", "static", "continuous", "graph"])
-def test_sinks_get_each_token_as_it_is_chosen_and_can_stop_their_row(embedded_model: tuple, mode: str):
+@pytest.mark.parametrize("mode", MODES)
+def test_sinks_get_each_token_as_it_is_chosen_and_can_stop_their_row(modes: _ByMode, mode: str):
     """serve-model's streaming: a row's sink receives its tokens in order (the end token excluded), the output is the
     same as without sinks, and a sink that returns False stops its row there while the others go on."""
-    backend = TransformersBackend.from_loaded(*embedded_model, mode=mode, batch_size=4)
-    say_ok = Request(messages=({"role": "user", "content": "Say OK."},), max_tokens=64)  # ends with the EOS
-    count = Request(prompt="Count: 1, 2, 3,", max_tokens=24)  # runs to max_tokens
-    plain = backend.generate([say_ok, count])
+    backend = modes.backend(mode)
+    plain = modes.plain(mode)
+    say_ok, count = SAY_OK, COUNT
     got: list[list[int]] = [[], [], []]
 
     def sink(i: int, stop_after: int | None = None):
@@ -287,9 +319,10 @@ def test_sinks_get_each_token_as_it_is_chosen_and_can_stop_their_row(embedded_mo
             return stop_after is None or len(got[i]) < stop_after
         return on_token
 
+    cancelled = backend.counters.cancelled
     out = backend.generate([say_ok, count, replace(count, sample_index=1)], [sink(0), sink(1), sink(2, stop_after=3)])
-    assert [c.text for c in out[:2]] == [c.text for c in plain]
+    assert [c.text for c in out[:2]] == [plain[0].text, plain[2].text]
     assert out[0].finish_reason == "stop" and got[0] == out[0].raw["token_ids"][:-1]  # all but the end token
     assert got[1] == out[1].raw["token_ids"] and len(got[1]) == 24
     assert got[2] == got[1][:3] and out[2].completion_tokens == 3  # stopped at once, the batch went on
-    assert backend.counters.cancelled == 1
+    assert backend.counters.cancelled == cancelled + 1
