@@ -267,9 +267,13 @@ def test_mawps_calc_task_prompts_gold_and_verify(shared_data: Path) -> None:
 @pytest.mark.slow
 def test_calculator_texts_are_byte_identical_in_process_and_through_serve_model(shared_data: Path, embedded_model,
                                                                                tmp_path: Path) -> None:
-    """Greedy, float32, CPU: the transformers engine in process (batches of 4) and a real ``serve-model`` process
-    through the openai backend (completions API: stop at "=", then prompt + text so far) give the same texts, with
-    results inserted by the calculator; the server reports which stop string fired."""
+    """Greedy, float32, CPU: the transformers engine in process (one batch of 4 prompts of different lengths) and a
+    real ``serve-model`` process through the openai backend (completions API: stop at "=", then prompt + text so far)
+    give the same texts, with results inserted by the calculator; the server reports which stop string fired.
+
+    Two MAWPS problems (the first has two-step gold; each text is one annotation, two rounds) and two GSM8K ones
+    (prose "=" outside the annotations: three and five rounds, the second cut at max_tokens); the other MAWPS test
+    problems decode alike (two rounds, one result), so more of them compare the same path again."""
     from thoughtsource.backends import get_backend
     from thoughtsource.backends.transformers_local import TransformersBackend
     from thoughtsource.star.config import ServerEngine
@@ -278,7 +282,7 @@ def test_calculator_texts_are_byte_identical_in_process_and_through_serve_model(
 
     task = get_task("mawps", format="calc", data_dir=str(shared_data), n_test=6)
     ex = task.exemplars(3)
-    problems = task.load("test", 0)[:6]
+    problems = task.load("test", 0)[:2]
     requests = [Request(prompt=task.prompt(p, ex), max_tokens=40, stop=task.stop) for p in problems]
     # GSM8K's format (the STaR authors' exemplars): prose "=" outside the annotations, kept, and decoding goes on
     gsm = get_task("gsm8k", format="calc", data_dir=str(shared_data), n_test=2)
@@ -320,6 +324,8 @@ def test_calculator_texts_are_byte_identical_in_process_and_through_serve_model(
         server.stop()
     assert [c.text for c in through_server] == [c.text for c in in_process]
     assert sum(c.raw["calculator"]["results"] for c in in_process) >= len(problems)  # the calculator did insert
+    assert max(c.raw["calculator"]["rounds"] for c in in_process) >= 3  # several rounds in one text (GSM8K's prose "=")
+    assert "length" in [c.finish_reason for c in in_process]  # a text cut at max_tokens, through several rounds
     assert "=" in reasons and "= outside" in reasons, reasons  # serve-model says which stop string fired
     assert [c.completion_tokens for c in through_server] == [c.completion_tokens for c in in_process]
 
@@ -334,7 +340,7 @@ def test_the_shipped_config_runs_the_loop_with_the_calculator(shared_data: Path,
     from thoughtsource.star.loop import StarRun
 
     cfg = StarConfig.from_file("mawps_calc_cpu").model_dump()
-    cfg["task_options"] = {**cfg["task_options"], "data_dir": str(shared_data), "per_iteration": 6, "n_test": 3, "n_dev": 0}
+    cfg["task_options"] = {**cfg["task_options"], "data_dir": str(shared_data), "per_iteration": 4, "n_test": 3, "n_dev": 0}
     cfg.update(iterations=1, steps={"first": 1, "warmup_steps": 0}, batch_size=2, fewshot_k=2)
     cfg["generation"] = {**cfg["generation"], "batch_size": 4, "max_new_tokens": 24}
     config = StarConfig.from_dict(cfg)

@@ -113,23 +113,25 @@ def test_two_processes_shard_generation_and_one_writes(tmp_path: Path) -> None:
         assert [r["weights"] for r in first_launch[step]["stats"]["ranks"]] == [saved, saved], step
     assert read_json(out / "iter_1" / "train_stats.json")["world_size"] == 2
 
-    # the trained model's greedy results equal one process's on the saved checkpoint: a copy of the run, resumed in
-    # one process with nothing in its store, makes iteration 1's test step again
+    # the greedy results equal one process's, of the base model (M_0's steps) and of the trained model on the saved
+    # checkpoint (iteration 1's test step): a copy of the run, resumed in one process with nothing in its store, makes
+    # those steps again (iteration 1's training set, train step and checkpoint are kept, so M_1 is the same weights)
     alone = tmp_path / "alone"
     shutil.copytree(out, alone)
-    for name in ("iter_1/test.json", "iter_1/metrics.json", "completions.sqlite", "completions.sqlite-wal", "completions.sqlite-shm"):
+    for name in ("iter_0/metrics.json", "iter_1/test.json", "iter_1/metrics.json", "completions.sqlite", "completions.sqlite-wal",
+                 "completions.sqlite-shm", *(f"{step}.json" for step in FROM_BASE)):
         (alone / name).unlink(missing_ok=True)
-    StarRun(StarConfig.from_dict(CFG), alone, resume=True, show_progress=False).run()
+    single = StarRun(StarConfig.from_dict(CFG), alone, resume=True, show_progress=False)
+    single.run()
+    assert sorted(single.done_steps) == [(0, "dev"), (0, "test"), (1, "generate"), (1, "rationalize"), (1, "test")]
+    assert read_json(alone / "iter_1" / "train_stats.json") == read_json(out / "iter_1" / "train_stats.json")  # not retrained
     again = read_json(alone / "iter_1" / "test.json")
+    assert again["world_size"] == 1 and again["model"]["fingerprint"] == test["model"]["fingerprint"]
     assert again["stats"]["ranks"][0]["requested"] == len(test["rows"]) and again["rows"] == test["rows"]
-
-    # the greedy results of the base model equal one process's
-    single = tmp_path / "single"
-    StarRun(StarConfig.from_dict(CFG), single, show_progress=False).run()
     for step in FROM_BASE:
-        a, b = read_json(out / f"{step}.json"), read_json(single / f"{step}.json")
-        assert a["rows"] == b["rows"], step
+        a, b = read_json(out / f"{step}.json"), read_json(alone / f"{step}.json")
+        assert b["world_size"] == 1 and a["rows"] == b["rows"], step
         assert a["model"]["fingerprint"] == b["model"]["fingerprint"]
-        assert read_json(single / f"{step}.json")["stats"]["ranks"] == [
+        assert b["stats"]["ranks"] == [
             {"rank": 0, "prompts": len(b["rows"]), "from_store": 0, "requested": len(b["rows"]),
              "generated_tokens": b["stats"]["completion_tokens"], "weights": a["stats"]["ranks"][0]["weights"]}]

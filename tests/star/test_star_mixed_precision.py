@@ -20,10 +20,7 @@ MIN_MOVED_SHARE = 0.9  # of the weights fp32 moves, at least this share must mov
 MAX_RELATIVE_ERROR = 0.25  # |Δbf16 − Δfp32| / |Δfp32| over all weights (measured 0.14, 2 steps, lr 1e-5)
 
 
-def _update(tmp_path: Path, bf16: bool) -> tuple[dict, dict]:
-    import torch
-
-    from thoughtsource.embedded import load_model
+def _update(tmp_path: Path, bf16: bool) -> dict:
     from thoughtsource.star.train import train
 
     cfg = StarConfig(batch_size=2, lr=1e-5, bf16=bf16, steps=StepSchedule(first=2, warmup_steps=0), seed=0)
@@ -31,17 +28,19 @@ def _update(tmp_path: Path, bf16: bool) -> tuple[dict, dict]:
             for i in range(1, 5)]
     model, _, stats = train(cfg, "embedded", recs, 2, tmp_path / ("bf16" if bf16 else "fp32"), show_progress=False)
     assert stats["mixed_precision"] == ("bf16" if bf16 else "no") and stats["master_weights"] == "float32"
-    base, _ = load_model("embedded", dtype=torch.float32)
-    before = {k: v.float() for k, v in base.state_dict().items()}
-    after = {k: v.detach().float() for k, v in model.state_dict().items()}
-    return before, after
+    return {k: v.detach().float() for k, v in model.state_dict().items()}
 
 
 def test_bf16_training_updates_the_weights_like_fp32(tmp_path: Path) -> None:
     import torch
 
-    before, fp32 = _update(tmp_path, bf16=False)
-    _, bf16 = _update(tmp_path, bf16=True)
+    from thoughtsource.embedded import load_model
+
+    base, _ = load_model("embedded", dtype=torch.float32)  # the weights both runs start from, loaded once
+    before = {k: v.float() for k, v in base.state_dict().items()}
+    del base
+    fp32 = _update(tmp_path, bf16=False)
+    bf16 = _update(tmp_path, bf16=True)
     assert all(v.dtype == torch.float32 for v in bf16.values())
     d32 = torch.cat([(fp32[k] - before[k]).flatten() for k in before])
     d16 = torch.cat([(bf16[k] - before[k]).flatten() for k in before])
