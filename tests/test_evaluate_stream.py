@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from thoughtsource.evaluate import Evaluation, evaluate_frame, set_correct_answe
 from thoughtsource.evaluate.verdicts import answer_verdicts
 from thoughtsource.io import FileSamples
 from thoughtsource.reporting.results import model_records, results_document, write_results
-from thoughtsource.testing.scale import run_capped, run_cli_capped, write_replicated
+from thoughtsource.testing.scale import replicated_once, run_capped, run_cli_capped, write_replicated
 
 runner = CliRunner()
 RUNS = "model_runs"
@@ -36,9 +38,27 @@ def _assert_same(a: Evaluation, b: Evaluation) -> None:
         assert [e.value for e in a.extractions[m]] == [e.value for e in b.extractions[m]]
 
 
-def _real_files(examples_dir: Path) -> list[Path]:
+@dataclass(frozen=True)
+class RealRun:
+    """A released run or annotated file and what the in-memory path gives on it (the file loaded once)."""
+
+    file: Path
+    has_answers: bool  # some generated CoT has an answer
+    models: list[dict[str, Any]]  # model_records of the loaded file
+    loaded: Evaluation  # evaluate_frame(Collection.load(file))
+
+
+@pytest.fixture(scope="module")
+def real_runs(examples_dir: Path) -> list[RealRun]:
+    """Every real run and annotated file with its in-memory evaluation, computed once for the two tests that compare
+    the streamed and the compact paths with it (each computed it again)."""
     files = sorted((examples_dir / RUNS).glob("*.json")) + sorted((examples_dir / "annotated").glob("*.json"))
-    return [f for f in files if any(c.answers for _, _, x in Collection.load(f).samples() for c in x.generated_cot)]
+    runs = []
+    for f in files:
+        c = Collection.load(f)
+        has_answers = any(cot.answers for _, _, x in c.samples() for cot in x.generated_cot)
+        runs.append(RealRun(f, has_answers, model_records(c), evaluate_frame(c)))
+    return runs
 
 
 def _self_consistency(src: Path, out: Path, copies: int = 4) -> Path:
@@ -61,33 +81,50 @@ def _self_consistency(src: Path, out: Path, copies: int = 4) -> Path:
     return out
 
 
-def _self_consistency_as(fmt: str, examples_dir: Path, tmp_path: Path) -> Path:
-    """:func:`_self_consistency` of the released GPT-3.5 run in ``fmt`` (json, jsonl or a parquet folder)."""
-    f = _self_consistency(examples_dir / GPT35_RUN, tmp_path / "sc.json")
-    if fmt == "json":
-        return f
-    g = tmp_path / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
-    Collection.load(f).to_jsonl(g) if fmt == "jsonl" else Collection.load(f).to_parquet(g)
-    return g
+KS = [1, 2, 3, 4]
 
 
-def test_streamed_evaluate_equals_in_memory_on_every_real_run(examples_dir: Path) -> None:
-    files = _real_files(examples_dir)
-    assert len(files) >= 4
-    for f in files:
-        _assert_same(evaluate_frame(Collection.load(f)), evaluate_frame(FileSamples(f)))
+@pytest.fixture(scope="module")
+def self_consistency(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Path, Evaluation]]:
+    """``fmt`` → :func:`_self_consistency` of the released GPT-3.5 run in ``fmt`` (json, jsonl or a parquet folder, each
+    converted from the one JSON file) and its in-memory evaluation (``evaluate_frame(Collection.load(f), ks=KS)``):
+    built once a format for the streamed and the compact test of that format, which only read them."""
+    folder = tmp_path_factory.mktemp("sc")
+    made: dict[str, tuple[Path, Evaluation]] = {}
+
+    def get(fmt: str) -> tuple[Path, Evaluation]:
+        if fmt not in made:
+            src = folder / "sc.json"
+            if not src.exists():
+                _self_consistency(examples_dir / GPT35_RUN, src)
+            f = src if fmt == "json" else folder / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
+            if fmt == "jsonl":
+                Collection.load(src).to_jsonl(f)
+            elif fmt == "parquet":
+                Collection.load(src).to_parquet(f)
+            made[fmt] = f, evaluate_frame(Collection.load(f), ks=KS)
+        return made[fmt]
+
+    return get
+
+
+def test_streamed_evaluate_equals_in_memory_on_every_real_run(real_runs: list[RealRun]) -> None:
+    runs = [r for r in real_runs if r.has_answers]
+    assert len(runs) >= 4
+    for r in runs:
+        _assert_same(r.loaded, evaluate_frame(FileSamples(r.file)))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "parquet"])
-def test_streamed_self_consistency_equals_in_memory(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
+def test_streamed_self_consistency_equals_in_memory(self_consistency: Callable[[str], tuple[Path, Evaluation]],
+                                                    fmt: str) -> None:
     """maj@k and pass@k score each question against its gold: over a re-read file the samples are new objects whose
     ``id()`` is reused, so the gold must not be looked up by ``id(sample)`` (before, the streamed tables were wrong)."""
-    f = _self_consistency_as(fmt, examples_dir, tmp_path)
-    mem = evaluate_frame(Collection.load(f), ks=[1, 2, 3, 4])
+    f, mem = self_consistency(fmt)
     assert not mem.majority.empty and mem.sampling is not None and not mem.sampling.empty
     assert 0 < mem.majority["accuracy"].max() < 1
-    _assert_same(mem, evaluate_frame(FileSamples(f), ks=[1, 2, 3, 4]))
+    _assert_same(mem, evaluate_frame(FileSamples(f), ks=KS))
 
 
 def _assert_compact_same(loaded: Evaluation, compact: Evaluation, answers_csv: Path) -> None:
@@ -106,16 +143,15 @@ def _assert_compact_same(loaded: Evaluation, compact: Evaluation, answers_csv: P
         assert list(answer_verdicts(compact, m)) == list(answer_verdicts(loaded, m))
 
 
-def test_compact_evaluate_equals_the_per_answer_one_on_every_real_run(examples_dir: Path, tmp_path: Path) -> None:
+def test_compact_evaluate_equals_the_per_answer_one_on_every_real_run(real_runs: list[RealRun], tmp_path: Path) -> None:
     """What the ``evaluate`` command now runs (``answers_csv=``: no per-answer DataFrame) gives what the per-answer path
     gave, on every real run and annotated file; a file without answers writes no answers.csv."""
-    files = sorted((examples_dir / RUNS).glob("*.json")) + sorted((examples_dir / "annotated").glob("*.json"))
     compared = 0
-    for i, f in enumerate(files):
+    for i, r in enumerate(real_runs):
         csv = tmp_path / str(i) / "answers.csv"
-        loaded, compact = evaluate_frame(Collection.load(f)), evaluate_frame(FileSamples(f), answers_csv=csv)
+        loaded, compact = r.loaded, evaluate_frame(FileSamples(r.file), answers_csv=csv)
         # results.json's models, gathered in the scoring pass: what a second pass over the file gave
-        assert compact.models == loaded.models == model_records(Collection.load(f))
+        assert compact.models == loaded.models == r.models
         if loaded.answers.empty:
             assert compact.empty and compact.answers_csv is None and not csv.parent.exists()
             continue
@@ -127,13 +163,13 @@ def test_compact_evaluate_equals_the_per_answer_one_on_every_real_run(examples_d
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "parquet"])
-def test_compact_self_consistency_equals_the_per_answer_one(examples_dir: Path, tmp_path: Path, fmt: str) -> None:
+def test_compact_self_consistency_equals_the_per_answer_one(self_consistency: Callable[[str], tuple[Path, Evaluation]],
+                                                            tmp_path: Path, fmt: str) -> None:
     """maj@k and pass@k from value codes and per-question golds: the same tables as from the answers' values."""
-    f = _self_consistency_as(fmt, examples_dir, tmp_path)
-    loaded = evaluate_frame(Collection.load(f), ks=[1, 2, 3, 4])
+    f, loaded = self_consistency(fmt)
     assert not loaded.majority.empty and loaded.sampling is not None and not loaded.sampling.empty
     csv = tmp_path / "ev" / "answers.csv"
-    _assert_compact_same(loaded, evaluate_frame(FileSamples(f), ks=[1, 2, 3, 4], answers_csv=csv), csv)
+    _assert_compact_same(loaded, evaluate_frame(FileSamples(f), ks=KS, answers_csv=csv), csv)
 
 
 def test_streamed_evaluate_warns_of_what_load_warns_of_once(examples_dir: Path, tmp_path: Path,
@@ -219,15 +255,14 @@ def test_evaluate_finishes_under_a_memory_cap_on_a_file_three_times_larger(examp
 
 
 @pytest.mark.slow
-def test_evaluate_of_short_cots_finishes_under_a_cap_the_per_answer_path_exceeds(examples_dir: Path, tmp_path: Path) -> None:
+def test_evaluate_of_short_cots_finishes_under_a_cap_the_per_answer_path_exceeds(examples_dir: Path, tmp_path: Path,
+                                                                                tmp_path_factory: pytest.TempPathFactory) -> None:
     """Issue 33: memory no longer grows by a DataFrame row of Python objects per answer.  A 300 MB file of 215,000 short
     real CoTs (the released GPT-3.5 run's samples, new ids) is evaluated by the command under RLIMIT_AS of 700 MB: every
     answer is scored, answers.csv has every row.  The per-answer path the command ran before (``evaluate_frame`` without
     ``answers_csv``, then ``write_tables``) runs out of memory under the same cap (measured: 0.70 GB peak RSS, against
     0.30 GB now; docs/large-files.md)."""
-    obj = json.loads((examples_dir / GPT35_RUN).read_text())
-    big = tmp_path / "short.json"
-    written = write_replicated(obj, big, 300 << 20)
+    big, written = replicated_once(examples_dir / GPT35_RUN, 300 << 20, tmp_path_factory.getbasetemp())
     assert written.answers > 200_000
     out = tmp_path / "ev"
     p = run_cli_capped(["evaluate", str(big), "--out", str(out)], CAP_MB)

@@ -460,14 +460,14 @@ def test_prm_trainer_takes_a_step_on_the_stepwise_export(step_db, model_dir: Pat
 
 
 @pytest.mark.slow
-def test_sft_export_finishes_under_a_memory_cap_that_loading_exceeds(gpt35: Path, tmp_path: Path) -> None:
+def test_sft_export_finishes_under_a_memory_cap_that_loading_exceeds(gpt35: Path, tmp_path: Path,
+                                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
     """``training-data sft`` of a 300 MB run (215,000 short real CoTs, unmarked: each is judged) under RLIMIT_AS of
     700 MB; before, the file was loaded whole (``Collection.load`` of it alone needs ~1.4 GB) and every record built
     before the Parquet file was written."""
-    from thoughtsource.testing.scale import run_cli_capped, write_replicated
+    from thoughtsource.testing.scale import replicated_once, run_cli_capped
 
-    big = tmp_path / "big.json"
-    written = write_replicated(json.loads(gpt35.read_text()), big, 300 << 20)
+    big, written = replicated_once(gpt35, 300 << 20, tmp_path_factory.getbasetemp())
     out = tmp_path / "sft"
     p = run_cli_capped(["training-data", "sft", str(big), "--out", str(out), "--all-cots", "--include-eval-splits"], 700)
     assert p.returncode == 0, p.stderr[-3000:]
