@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 import pytest
@@ -55,6 +57,18 @@ def examples_dir(shared_data: Path) -> Path:
     if not d.is_dir():
         pytest.skip(f"ThoughtSource example files not found at {d}")
     return d
+
+
+@pytest.fixture(scope="session")
+def gpt35_replicated(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """(path, ``Replicated``): the released GPT-3.5 run replicated to 300 MB (71,700 samples, 215,100 short real CoTs),
+    written once a session (a pytest-xdist worker) for the bounded-memory tests of ``evaluate``, ``stats`` and
+    ``training-data``, which only read it."""
+    from thoughtsource.testing.scale import write_replicated
+
+    src = examples_dir / "model_runs" / "thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
+    big = tmp_path_factory.mktemp("replicated") / "gpt35-300mb.json"
+    return big, write_replicated(json.loads(src.read_text(encoding="utf-8")), big, 300 << 20)
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ from thoughtsource.evaluate import Evaluation, evaluate_frame, set_correct_answe
 from thoughtsource.evaluate.verdicts import answer_verdicts
 from thoughtsource.io import FileSamples
 from thoughtsource.reporting.results import model_records, results_document, write_results
-from thoughtsource.testing.scale import replicated_once, run_capped, run_cli_capped, write_replicated
+from thoughtsource.testing.scale import run_capped, run_cli_capped, write_replicated
 
 runner = CliRunner()
 RUNS = "model_runs"
@@ -255,14 +255,13 @@ def test_evaluate_finishes_under_a_memory_cap_on_a_file_three_times_larger(examp
 
 
 @pytest.mark.slow
-def test_evaluate_of_short_cots_finishes_under_a_cap_the_per_answer_path_exceeds(examples_dir: Path, tmp_path: Path,
-                                                                                tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_evaluate_of_short_cots_finishes_under_a_cap_the_per_answer_path_exceeds(gpt35_replicated: tuple, tmp_path: Path) -> None:
     """Issue 33: memory no longer grows by a DataFrame row of Python objects per answer.  A 300 MB file of 215,000 short
     real CoTs (the released GPT-3.5 run's samples, new ids) is evaluated by the command under RLIMIT_AS of 700 MB: every
     answer is scored, answers.csv has every row.  The per-answer path the command ran before (``evaluate_frame`` without
     ``answers_csv``, then ``write_tables``) runs out of memory under the same cap (measured: 0.70 GB peak RSS, against
     0.30 GB now; docs/large-files.md)."""
-    big, written = replicated_once(examples_dir / GPT35_RUN, 300 << 20, tmp_path_factory.getbasetemp())
+    big, written = gpt35_replicated
     assert written.answers > 200_000
     out = tmp_path / "ev"
     p = run_cli_capped(["evaluate", str(big), "--out", str(out)], CAP_MB)

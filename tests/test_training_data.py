@@ -460,14 +460,13 @@ def test_prm_trainer_takes_a_step_on_the_stepwise_export(step_db, model_dir: Pat
 
 
 @pytest.mark.slow
-def test_sft_export_finishes_under_a_memory_cap_that_loading_exceeds(gpt35: Path, tmp_path: Path,
-                                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_sft_export_finishes_under_a_memory_cap_that_loading_exceeds(gpt35_replicated: tuple, tmp_path: Path) -> None:
     """``training-data sft`` of a 300 MB run (215,000 short real CoTs, unmarked: each is judged) under RLIMIT_AS of
     700 MB; before, the file was loaded whole (``Collection.load`` of it alone needs ~1.4 GB) and every record built
     before the Parquet file was written."""
-    from thoughtsource.testing.scale import replicated_once, run_cli_capped
+    from thoughtsource.testing.scale import run_cli_capped
 
-    big, written = replicated_once(gpt35, 300 << 20, tmp_path_factory.getbasetemp())
+    big, written = gpt35_replicated
     out = tmp_path / "sft"
     p = run_cli_capped(["training-data", "sft", str(big), "--out", str(out), "--all-cots", "--include-eval-splits"], 700)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -183,14 +183,12 @@ def test_stats_of_a_file_read_a_sample_at_a_time_equal_those_of_the_loaded_file(
 
 
 @pytest.mark.slow
-def test_stats_of_a_file_finish_under_a_memory_cap_that_loading_exceeds(examples_dir: Path, tmp_path: Path,
-                                                                        tmp_path_factory: pytest.TempPathFactory):
+def test_stats_of_a_file_finish_under_a_memory_cap_that_loading_exceeds(gpt35_replicated: tuple, tmp_path: Path):
     """``stats --file`` on a 300 MB run (71,700 samples, 215,000 short real CoTs) under RLIMIT_AS of 700 MB; before,
     the file was loaded whole (``Collection.load`` of it alone needs ~1.4 GB)."""
-    from thoughtsource.testing.scale import replicated_once, run_cli_capped
+    from thoughtsource.testing.scale import run_cli_capped
 
-    run = "model_runs/thoughtsource_67_openai_chat_gpt-3.5-turbo_None_None-kojima-01-zhou-01.json"
-    big, written = replicated_once(examples_dir / run, 300 << 20, tmp_path_factory.getbasetemp())
+    big, written = gpt35_replicated
     out = tmp_path / "out"
     p = run_cli_capped(["stats", "--file", str(big), "--out", str(out), "--no-plots"], 700)
     assert p.returncode == 0, p.stderr[-3000:]

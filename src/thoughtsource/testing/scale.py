@@ -50,23 +50,6 @@ def write_replicated(collection: dict[str, Any], out: Path, size: int, *, trace_
     return stats
 
 
-_WRITTEN: dict[tuple[Path, Path, int, int | None], tuple[Path, Replicated]] = {}
-
-
-def replicated_once(src: Path, size: int, folder: Path, *, trace_chars: int | None = None) -> tuple[Path, Replicated]:
-    """:func:`write_replicated` of the ThoughtSource JSON file ``src`` into ``folder`` (a test session's temporary
-    folder), written once per process and then reused: the bounded-memory tests of ``evaluate``, ``stats`` and
-    ``training-data`` each read the same 300 MB replica of the released GPT-3.5 run, which none of them changes."""
-    key = (Path(src).resolve(), Path(folder).resolve(), size, trace_chars)
-    if key not in _WRITTEN or not _WRITTEN[key][0].is_file():
-        folder = Path(folder) / "replicated"
-        folder.mkdir(parents=True, exist_ok=True)
-        out = folder / f"{Path(src).stem}-{size}-{trace_chars or 0}.json"
-        _WRITTEN[key] = out, write_replicated(json.loads(Path(src).read_text(encoding="utf-8")), out, size,
-                                              trace_chars=trace_chars)
-    return _WRITTEN[key]
-
-
 def run_capped(code: str, cap_mb: int, *, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """Run Python ``code`` in a fresh interpreter whose address space is capped at ``cap_mb`` MB (``RLIMIT_AS``), with one
     OpenMP / BLAS thread (a thread pool reserves address space): how the bounded-memory tests show what fits."""
