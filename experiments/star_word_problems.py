@@ -27,6 +27,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from star_bootstrap import _cli, run_jobs  # noqa: E402  (the same process runner)
 
+from thoughtsource.store import share_completions  # noqa: E402
+
 ARMS: dict[str, list[str]] = {
     "fewshot": ["--baseline", "fewshot", "--set", "iterations=0"],
     "gold": ["--baseline", "gold"],
@@ -35,31 +37,6 @@ ARMS: dict[str, list[str]] = {
     "norat": ["--samples", "4", "--accumulate", "--no-rationalization"],
     "direct": ["--baseline", "direct"],
 }
-
-
-def share_completions(source: Path, target_dir: Path) -> int:
-    """Copy every completion of ``source`` (the few-shot run's store) into ``target_dir``'s store, keeping what is there.
-
-    A completion's key hashes the weights, the prompt and the decoding options, so a copied row is only ever read for
-    the identical request: iteration 0 of every arm (the same base, the same prompts, greedy) is computed once, not once
-    an arm.  Returns the rows added."""
-    import sqlite3
-
-    if not source.is_file():
-        return 0
-    target_dir.mkdir(parents=True, exist_ok=True)
-    target = target_dir / "completions.sqlite"
-    if not target.exists():
-        with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
-            src.backup(dst)
-        with sqlite3.connect(target) as dst:
-            return int(dst.execute("SELECT count(*) FROM completions").fetchone()[0])
-    with sqlite3.connect(target, timeout=60) as dst:
-        before = dst.total_changes
-        dst.execute("ATTACH DATABASE ? AS shared", (str(source),))
-        cols = ", ".join(r[1] for r in dst.execute("PRAGMA main.table_info(completions)"))
-        dst.execute(f"INSERT OR IGNORE INTO completions ({cols}) SELECT {cols} FROM shared.completions")
-        return dst.total_changes - before
 
 
 def main() -> int:

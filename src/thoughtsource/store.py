@@ -34,6 +34,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -380,3 +381,25 @@ class NoStore:
 
     def put(self, key: str, backend: str, identity: dict[str, Any], request: Request, completion: Completion) -> StoredCompletion:
         return StoredCompletion.from_completion(key, completion)
+
+
+def share_completions(source: Path, target_dir: Path) -> int:
+    """Copy every completion of the store ``source`` into ``target_dir``'s ``completions.sqlite``, keeping what is there.
+
+    A completion's key hashes the weights, the prompt and the decoding options, so a copied row is only ever read for
+    the identical request: iteration 0 of STaR arms that share a base, prompts and greedy decoding is computed once, not
+    once an arm.  A missing ``source`` adds nothing.  Returns the rows added."""
+    if not source.is_file():
+        return 0
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / "completions.sqlite"
+    if not target.exists():
+        with closing(sqlite3.connect(source)) as src, closing(sqlite3.connect(target)) as dst:
+            src.backup(dst)
+            return int(dst.execute("SELECT count(*) FROM completions").fetchone()[0])
+    with closing(sqlite3.connect(target, timeout=60)) as dst, dst:
+        before = dst.total_changes
+        dst.execute("ATTACH DATABASE ? AS shared", (str(source),))
+        cols = ", ".join(r[1] for r in dst.execute("PRAGMA main.table_info(completions)"))
+        dst.execute(f"INSERT OR IGNORE INTO completions ({cols}) SELECT {cols} FROM shared.completions")
+        return dst.total_changes - before

@@ -5,8 +5,6 @@ training arm runs the same optimizer steps of the same batch size)."""
 from __future__ import annotations
 
 import json
-import sqlite3
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from thoughtsource.io import read_json
 from thoughtsource.star.config import StarConfig
 from thoughtsource.star.loop import StarRun
 from thoughtsource.star.tasks import get_task
+from thoughtsource.store import share_completions
 
 pytestmark = pytest.mark.slow
 
@@ -50,14 +49,6 @@ def k_run(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     model's greedy iteration-0 answers, which the gold arm asks for again (same model, prompts and options)."""
     out = tmp_path_factory.mktemp("sampling") / "star"
     return out, StarRun(StarConfig.from_dict(_k_cfg(shared_data)), out, show_progress=False).run()
-
-
-def _copy_store(run: Path, out: Path) -> None:
-    """``run``'s completion store as ``out``'s (a completion's key hashes the weights, the prompt and the decoding options,
-    so a copied one is only read for the identical request)."""
-    out.mkdir(parents=True)
-    with closing(sqlite3.connect(run / "completions.sqlite")) as src, closing(sqlite3.connect(out / "completions.sqlite")) as dst:
-        src.backup(dst)
 
 
 def test_k_samples_each_kept_distinct_correct_one_is_a_record(shared_data: Path, k_run: tuple[Path, dict[str, Any]]) -> None:
@@ -99,7 +90,7 @@ def test_gold_arm_trains_on_the_reference_rationales_with_the_same_steps_as_dire
     for arm in ("gold", "direct"):
         out = tmp_path / arm
         if arm == "gold":  # its iteration 0 is the k-samples run's (the base's greedy few-shot answers): read, not redone
-            _copy_store(k_run[0], out)
+            share_completions(k_run[0] / "completions.sqlite", out)
         summary = StarRun(StarConfig.from_dict(_cfg(shared_data, baseline=arm, iterations=1)), out, show_progress=False).run()
         d = out / "iter_1"
         assert not (d / "generate.json").exists()  # neither arm generates rationales

@@ -1,5 +1,5 @@
-"""experiments/star_word_problems.py: every arm's completion store starts with the few-shot run's completions, so
-iteration 0 is computed once.  A copied row must be exactly the source's; a row the arm already has stays its own."""
+"""experiments/star_word_problems.py: every arm's completion store starts with the few-shot run's completions
+(``thoughtsource.store.share_completions``), so iteration 0 is computed once.  A copied row must be exactly the source's; a row the arm already has stays its own."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from thoughtsource.backends import Completion, Request
-from thoughtsource.store import CompletionStore
+from thoughtsource.store import CompletionStore, share_completions
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "star_word_problems.py"
 
@@ -32,6 +32,7 @@ def _put(store: CompletionStore, key: str, text: str) -> None:
 
 def test_an_arm_gets_the_few_shot_runs_completions_and_keeps_its_own(tmp_path: Path) -> None:
     share = _script().share_completions
+    assert share is share_completions  # the experiment shares through the store's own function
     source = CompletionStore(tmp_path / "fewshot" / "completions.sqlite")
     for k in ("a", "b", "c"):
         _put(source, k, f"few-shot {k}")
