@@ -88,3 +88,20 @@ def test_a_model_left_on_meta_is_refused() -> None:
         check_materialized(model, "ckpt")
     with pytest.raises(WeightsError, match="meta"):
         weights_digest(model)
+
+
+def test_the_digest_does_not_depend_on_the_chunking_and_keeps_its_recorded_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs record digests and audits compare them later, so the value is part of the format: the committed bootstrap
+    base digests to what every run from it recorded (its value before the chunked position sums), and chunks of 1,000,
+    4,099 or 4M elements give the same digest (the position weights restart per chunk and are shifted back exactly)."""
+    from pathlib import Path
+
+    from thoughtsource.star import loading
+    from thoughtsource.star.loading import load_for_generation
+
+    base = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
+    model = load_for_generation(str(base), "float32")[0]
+    assert weights_digest(model) == "w:bd9df69cde9cfa4b"
+    for chunk in (1000, 4099, 1 << 22):
+        monkeypatch.setattr(loading, "_DIGEST_CHUNK", chunk)
+        assert weights_digest(model) == "w:bd9df69cde9cfa4b", chunk

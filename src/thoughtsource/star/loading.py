@@ -25,7 +25,7 @@ from ..embedded import load_model
 from ..errors import ThoughtSourceError
 
 _FSDP_RAM_EFFICIENT = "FSDP_CPU_RAM_EFFICIENT_LOADING"
-_DIGEST_CHUNK = 1 << 24
+_DIGEST_CHUNK = 1 << 22
 
 
 class WeightsError(ThoughtSourceError):
@@ -127,10 +127,13 @@ def weights_digest(model: Any) -> str:
             if flat.is_floating_point():
                 flat = flat.view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[flat.element_size()])
             total = torch.zeros(3, dtype=torch.int64, device=t.device)
+            positions = torch.arange(1, min(_DIGEST_CHUNK, flat.numel()) + 1, dtype=torch.int64, device=t.device)
             for start in range(0, flat.numel(), _DIGEST_CHUNK):  # an int64 copy of a chunk, not of the tensor
                 x = flat[start:start + _DIGEST_CHUNK].to(torch.int64)
-                pos = torch.arange(start + 1, start + 1 + x.numel(), dtype=torch.int64, device=t.device)
-                total += torch.stack([x.sum(), (x * x).sum(), (x * pos).sum()])
+                plain = x.sum()
+                # sum(x * (start + 1 + i)) = start * sum(x) + sum(x * (1 + i)), exact in int64's wrapping arithmetic
+                weighted = (x * positions[:x.numel()]).sum() + start * plain
+                total += torch.stack([plain, x.mul_(x).sum(), weighted])
             names.append(f"{name}:{tuple(t.shape)}:{t.dtype}")
             sums.append(total)
         values = torch.stack(sums).cpu().tolist() if sums else []
