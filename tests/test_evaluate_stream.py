@@ -87,23 +87,23 @@ KS = [1, 2, 3, 4]
 @pytest.fixture(scope="module")
 def self_consistency(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Path, Evaluation]]:
     """``fmt`` → :func:`_self_consistency` of the released GPT-3.5 run in ``fmt`` (json, jsonl or a parquet folder, each
-    converted from the one JSON file) and its in-memory evaluation (``evaluate_frame(Collection.load(f), ks=KS)``):
-    built once a format for the streamed and the compact test of that format, which only read them."""
+    converted from the one JSON file) and the in-memory evaluation of the JSON file (``evaluate_frame(Collection.load(
+    json), ks=KS)``, computed once): every format's streamed and compact paths must give what the in-memory path gives
+    on the original, so a lossy conversion fails too."""
     folder = tmp_path_factory.mktemp("sc")
-    made: dict[str, tuple[Path, Evaluation]] = {}
+    src = _self_consistency(examples_dir / GPT35_RUN, folder / "sc.json")
+    loaded = Collection.load(src)
+    reference = evaluate_frame(loaded, ks=KS)
+    made: dict[str, Path] = {"json": src}
 
     def get(fmt: str) -> tuple[Path, Evaluation]:
         if fmt not in made:
-            src = folder / "sc.json"
-            if not src.exists():
-                _self_consistency(examples_dir / GPT35_RUN, src)
-            f = src if fmt == "json" else folder / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
+            made[fmt] = f = folder / ("sc.jsonl" if fmt == "jsonl" else "sc_pq")
             if fmt == "jsonl":
-                Collection.load(src).to_jsonl(f)
-            elif fmt == "parquet":
-                Collection.load(src).to_parquet(f)
-            made[fmt] = f, evaluate_frame(Collection.load(f), ks=KS)
-        return made[fmt]
+                loaded.to_jsonl(f)
+            else:
+                loaded.to_parquet(f)
+        return made[fmt], reference
 
     return get
 
