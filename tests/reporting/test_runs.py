@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -102,12 +104,15 @@ def test_evaluate_folder_streams_the_tables_of_the_loaded_files(runs: Path) -> N
 
 
 @pytest.mark.slow
-def test_runs_evaluate_finishes_under_a_memory_cap_that_loading_exceeds(runs: Path, tmp_path: Path) -> None:
-    """A folder with a 300 MB run (215,000 short real CoTs) is evaluated by ``runs evaluate`` under RLIMIT_AS of 700 MB;
-    before, each file was loaded whole (``Collection.load`` of this file alone needs ~1.4 GB)."""
+def test_runs_evaluate_finishes_under_a_memory_cap_that_loading_exceeds(runs: Path, tmp_path: Path,
+                                                                         gpt35_replicated: tuple[Path, Any]) -> None:
+    """A folder with a 300 MB run (215,000 short real CoTs: the session's ``gpt35_replicated``, hard-linked in) is
+    evaluated by ``runs evaluate`` under RLIMIT_AS of 700 MB; before, each file was loaded whole (``Collection.load``
+    of this file alone needs ~1.4 GB)."""
     folder = tmp_path / "runs"
     folder.mkdir()
-    written = write_replicated(json.loads((runs / GPT35).read_text()), folder / "big.json", 300 << 20)
+    big, written = gpt35_replicated
+    os.link(big, folder / "big.json")
     shutil.copy(runs / FLAN, folder / FLAN)
     p = run_cli_capped(["runs", "evaluate", str(folder), "--json"], 700)
     assert p.returncode == 0, p.stderr[-3000:]
