@@ -6,8 +6,12 @@ run's.
 ``accelerate launch --cpu`` starts one process unless mpirun is set up, so the two CPU processes are started the way
 torchrun starts them (``ACCELERATE_USE_CPU=true`` and no visible GPU): accelerate then joins a gloo process group.
 With ``configs/accelerate/fsdp.yaml`` the launcher sets FSDP's environment (``ACCELERATE_USE_FSDP``,
-``FSDP_CPU_RAM_EFFICIENT_LOADING``), under which transformers loads a model for FSDP to fill in: ranks other than 0
-get no initialised weights of their own.  accelerate 1.15 wraps the model with FSDP only on accelerators, so on CPU
+``FSDP_CPU_RAM_EFFICIENT_LOADING``), under which transformers may load a model for FSDP to fill in, ranks other than
+0 without initialised weights of their own (with transformers 5.23 on CPU processes rank 1 does get the whole weights,
+the same digest as rank 0's, so removing ``outside_sharded_init`` alone does not fail this test; the two failures it
+guards against were simulated on a copy of the code and each fails the launch: weights left on ``meta`` on rank 1,
+"loaded without data for 32 tensors", and uninitialised weights on rank 1, "the ranks generate with different
+weights").  accelerate 1.15 wraps the model with FSDP only on accelerators, so on CPU
 processes the Trainer runs DDP: this test covers FSDP's loading path and the save/reload, not sharded training
 (``docs/star-gpu.md`` says what ran where).
 
