@@ -35,7 +35,8 @@ def _cfg(shared_data: Path, **over: Any) -> dict[str, Any]:
         "steps": {"first": 3, "warmup_steps": 0},
         "batch_size": 2,
         "lr": 1e-4,
-        "generation": {"batch_size": 8, "max_new_tokens": 32, "threads": 1},
+        # what the arms generate (iteration 0's and M_1's test and dev answers) is counted, never judged here: 8 tokens
+        "generation": {"batch_size": 8, "max_new_tokens": 8, "threads": 1},
     }
     cfg.update(over)
     return cfg
