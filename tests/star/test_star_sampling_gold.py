@@ -142,7 +142,7 @@ def test_k_samples_filter_keeps_each_distinct_passing_sample_once(shared_data: P
                                                                    max_kept: int | None) -> None:
     """The dataset step on k samples per problem whose texts are the dataset's own: its reference rationale (right,
     verified), the same with other white space (a duplicate), a right answer after false arithmetic (answer filter
-    only) and a wrong answer.  The tiny model above rarely gets one right, so here every branch is exercised."""
+    only) and a wrong answer.  A model's samples hit some of these by chance; here every branch is exercised."""
     cfg = StarConfig.from_dict(_cfg(shared_data, filter=filter_, sampling={"k": 4, "temperature": 1.0, "max_kept": max_kept}))
     run = StarRun(cfg, tmp_path / "run", show_progress=False)
     train = run.task.train_problems(1, 0)[:3]
