@@ -3,10 +3,11 @@ outputs, and resume after SIGKILL.
 
 ``tiny_run`` (and the tests that read it) runs the embedded SmolLM2-135M: the suite's end-to-end STaR run on a
 pretrained model, with few-shot prompts.  The tests of the loop's mechanism (resume after SIGKILL, pseudo-labels,
-the verified filter with fresh samples and few-shot training prompts) start from the committed 0.37M bootstrap base
-(``tests/star/fixtures/bootstrap_base``, a real model ``thoughtsource star base`` built on the compact scratchpad;
-it solves most 1-2-digit sums and some 3-digit ones): what they test is the loop's bookkeeping, not what a model says,
-and where a test needs right and wrong generations it asserts that it got both."""
+the verified filter with fresh samples) start from the committed 0.37M bootstrap base
+(``tests/star/fixtures/bootstrap_base``, a real model ``thoughtsource star base`` built on the compact scratchpad,
+zero-shot; it solves most 1-2-digit sums and some 3-digit ones): what they test is the loop's bookkeeping, not what a
+model says, and where a test needs right and wrong generations it asserts that it got both.  The filter's and
+train_with_fewshot's training records are also checked on known texts, with no model."""
 
 from __future__ import annotations
 
