@@ -3,9 +3,11 @@ deduplicated and accumulated, iteration n trains from the base on their union, a
 middle of iteration 2 and resumed ends where an unbroken one does, and each iteration reports pass@k and
 valid-pass@k.
 
-The end-to-end tests run ``thoughtsource star run`` as a subprocess on the committed 0.87M-parameter bootstrap base
-(``docs/star-results/bootstrap_v2/base_0``: it solves 1-4-digit sums with a compact scratchpad, almost no 5-digit
-ones): 24 fixed 4-5-digit training problems, k = 4 samples at temperature 0.7, 3 iterations.  The training problems
+The end-to-end tests run on the committed 0.87M-parameter bootstrap base (``docs/star-results/bootstrap_v2/base_0``:
+it solves 1-4-digit sums with a compact scratchpad, almost no 5-digit ones): 24 fixed 4-5-digit training problems,
+k = 4 samples at temperature 0.7, 3 iterations.  The unbroken run they compare against is made once, in the test
+process (one torch thread, as in the runs' processes); the runs killed with SIGKILL are ``thoughtsource star run``
+processes.  The training problems
 are the same every iteration, so the same scratchpad is found again and again: deduplication across iterations is
 exercised on every run, not only when chance allows.  The expected union is rebuilt here from the raw generations
 with the task's own judge and check, not with the loop's code.
@@ -13,6 +15,7 @@ with the task's own judge and check, not with the loop's code.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,7 @@ from thoughtsource.errors import ConfigError
 from thoughtsource.io import read_json
 from thoughtsource.star.accumulate import accumulate
 from thoughtsource.star.config import StarConfig
+from thoughtsource.star.loop import StarRun
 from thoughtsource.star.metrics import pass_at_k_metrics
 from thoughtsource.star.tasks import TrainingRecord, get_task
 
@@ -107,11 +112,6 @@ def _start(cfg: Path, out: Path, *, resume: bool = False) -> subprocess.Popen[by
                             stderr=subprocess.PIPE)
 
 
-def _finish(proc: subprocess.Popen[bytes]) -> None:
-    _, err = proc.communicate(timeout=3000)
-    assert proc.returncode == 0, err.decode()[-3000:]
-
-
 def _kill_when(proc: subprocess.Popen[bytes], marker: Path) -> None:
     """SIGKILL the run as soon as ``marker`` exists (no finally, no atexit runs in it)."""
     deadline = time.monotonic() + 3000
@@ -122,12 +122,28 @@ def _kill_when(proc: subprocess.Popen[bytes], marker: Path) -> None:
     proc.wait()
 
 
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Torch on one CPU thread, as in the runs' processes (``OMP_NUM_THREADS=1``, ``generation.threads: 1``), and the
+    test process's thread count back afterwards."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """ROOT/run.yaml and ROOT/whole: an unbroken run."""
+    """ROOT/run.yaml and ROOT/whole: an unbroken run (in this process: it is the reference, not a process under test;
+    the killed runs are ``thoughtsource star run`` processes)."""
     root = tmp_path_factory.mktemp("accumulate")
     (root / "run.yaml").write_text(json.dumps(RUN))  # JSON is YAML
-    _finish(_start(root / "run.yaml", root / "whole"))
+    with _one_thread():
+        StarRun(StarConfig.from_dict(RUN), root / "whole", show_progress=False).run()
     return root
 
 
@@ -231,18 +247,12 @@ def test_the_last_iteration_trains_from_the_base_on_the_union(root: Path, tmp_pa
     for n in range(1, ITERATIONS + 1):
         union += [r for r in _kept(task, run, n) if _key(r) not in {_key(x) for x in union}]
     assert {_key(r) for r in union} - {_key(r) for r in _kept(task, run, ITERATIONS)}
-    (tmp_path / "union.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in union))
-    script = (
-        "import json, torch; from thoughtsource.star.config import StarConfig; from thoughtsource.star.train import train;"
-        "from thoughtsource.star.tasks import TrainingRecord; from thoughtsource.io import read_json;"
-        "torch.set_num_threads(1);"
-        f"cfg = StarConfig.model_validate(read_json({str(run / 'config.json')!r}));"
-        f"recs = [TrainingRecord(**json.loads(l)) for l in open({str(tmp_path / 'union.jsonl')!r})];"
-        f"train(cfg, {str(BASE)!r}, recs, cfg.steps.steps({ITERATIONS}), {str(tmp_path / 'work')!r},"
-        f" checkpoint={str(tmp_path / 'again')!r}, show_progress=False)"
-    )
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=3000, env=_env())
-    assert p.returncode == 0, p.stderr[-3000:]
+    from thoughtsource.star.train import train
+
+    cfg = StarConfig.model_validate(read_json(run / "config.json"))
+    with _one_thread():  # as the run's process trained M_3
+        train(cfg, str(BASE), union, cfg.steps.steps(ITERATIONS), str(tmp_path / "work"), checkpoint=str(tmp_path / "again"),
+              show_progress=False)
     from safetensors.torch import load_file
 
     again = load_file(tmp_path / "again" / "model.safetensors")
@@ -281,7 +291,8 @@ def test_sigkill_twice_in_iteration_2_then_resume_gives_the_unbroken_runs_union_
     _kill_when(_start(root / "run.yaml", out, resume=True), out / "iter_2" / "train.jsonl")
     assert not (out / "iter_2" / "metrics.json").exists()
     before = (out / "iter_2" / "train.jsonl").stat().st_mtime_ns
-    _finish(_start(root / "run.yaml", out, resume=True))
+    with _one_thread():  # the last resume, to the end, in this process: the kills were the processes' part
+        StarRun(StarConfig.from_dict(RUN), out, resume=True, show_progress=False).run()
     assert (out / "iter_2" / "train.jsonl").stat().st_mtime_ns == before  # the written union was read, not rebuilt
     _same_as_whole(out, root / "whole")
 
@@ -292,8 +303,6 @@ def test_a_kill_between_the_filter_report_and_the_union_rebuilds_the_same_union(
     """The dataset step writes filter.json (with the union's counts) before train.jsonl (the union, its marker): a
     run killed between the two resumes to the same union, counted once.  Here the unbroken run's folder with
     iteration 2's union and everything after it removed stands for that kill."""
-    from thoughtsource.star.loop import StarRun
-
     out = root / "between"
     shutil.copytree(root / "whole", out)
     shutil.rmtree(out / f"iter_{ITERATIONS}")
@@ -302,6 +311,7 @@ def test_a_kill_between_the_filter_report_and_the_union_rebuilds_the_same_union(
     shutil.rmtree(out / "iter_2" / "checkpoint")
     cfg = StarConfig.from_dict(RUN)
     run = StarRun(cfg, out, resume=True, show_progress=False)
-    run.run()
+    with _one_thread():
+        run.run()
     assert (2, "dataset") in run.done_steps and (2, "generate") not in run.done_steps
     _same_as_whole(out, root / "whole")
