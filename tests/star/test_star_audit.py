@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from bootstrap_base import BOOTSTRAP_BASE
+
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
@@ -25,7 +27,7 @@ from thoughtsource.star.engines import model_fingerprint
 from thoughtsource.star.loop import StarRun
 from thoughtsource.star.tasks import get_task
 
-BASE = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
+BASE = BOOTSTRAP_BASE
 TINY: dict[str, Any] = {
     "task": "arithmetic",
     "task_options": {"min_digits": 1, "max_digits": 3, "n_test_per_digit": 8, "n_dev_per_digit": 4, "per_iteration": 96,

@@ -62,6 +62,8 @@ from typing import Any
 import pytest
 import yaml
 
+from bootstrap_base import BOOTSTRAP_BASE
+
 pytest.importorskip("transformers")
 pytest.importorskip("torch")
 
@@ -78,7 +80,7 @@ from thoughtsource.star.tasks.arithmetic import ArithmeticTask
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "tests" / "star" / "fixtures" / "bootstrap_base"
+FIXTURE = BOOTSTRAP_BASE
 RECIPE: dict[str, Any] = json.loads((FIXTURE / "thoughtsource_base.json").read_text())["config"]
 TASK: dict[str, Any] = RECIPE["task_options"]
 SEED = 1

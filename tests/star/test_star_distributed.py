@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap_base import BOOTSTRAP_BASE
 from thoughtsource.io import read_json
 from thoughtsource.star.config import StarConfig
 from thoughtsource.star.loop import StarRun
@@ -44,7 +45,7 @@ pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 FSDP_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "accelerate" / "fsdp.yaml"
-BASE = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
+BASE = BOOTSTRAP_BASE
 CFG = {
     "model": str(BASE),
     "task": "arithmetic",

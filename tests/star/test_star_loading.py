@@ -7,6 +7,7 @@ import os
 import pytest
 import torch
 
+from bootstrap_base import BOOTSTRAP_BASE
 from thoughtsource.star.loading import WeightsError, check_materialized, outside_sharded_init, weights_digest
 
 
@@ -94,13 +95,10 @@ def test_the_digest_does_not_depend_on_the_chunking_and_keeps_its_recorded_value
     """Runs record digests and audits compare them later, so the value is part of the format: the committed bootstrap
     base digests to what every run from it recorded (its value before the chunked position sums), and chunks of 1,000,
     4,099 or 4M elements give the same digest (the position weights restart per chunk and are shifted back exactly)."""
-    from pathlib import Path
-
     from thoughtsource.star import loading
     from thoughtsource.star.loading import load_for_generation
 
-    base = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
-    model = load_for_generation(str(base), "float32")[0]
+    model = load_for_generation(str(BOOTSTRAP_BASE), "float32")[0]
     assert weights_digest(model) == "w:bd9df69cde9cfa4b"
     for chunk in (1000, 4099, 1 << 22):
         monkeypatch.setattr(loading, "_DIGEST_CHUNK", chunk)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap_base import BOOTSTRAP_BASE
 from thoughtsource.io import read_json
 from thoughtsource.star.config import StarConfig
 from thoughtsource.star.loop import StarRun
@@ -28,7 +29,7 @@ from thoughtsource.star.tasks import get_task
 
 pytestmark = pytest.mark.slow
 
-BASE = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
+BASE = BOOTSTRAP_BASE
 TINY = {
     "task": "arithmetic",
     "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 2, "n_dev_per_digit": 2},

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from bootstrap_base import BOOTSTRAP_BASE
 from thoughtsource.errors import ConfigError
 from thoughtsource.io import read_json
 from thoughtsource.star.config import StarConfig
@@ -46,7 +47,7 @@ def _records(d: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (d / "train.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-BASE = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
+BASE = BOOTSTRAP_BASE
 K_CFG: dict[str, Any] = {
     "model": str(BASE),
     "task": "arithmetic",

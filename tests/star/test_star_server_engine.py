@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap_base import BOOTSTRAP_BASE
 from thoughtsource.errors import EngineError
 from thoughtsource.io import read_json, write_json
 from thoughtsource.star.config import StarConfig
@@ -24,7 +25,7 @@ from thoughtsource.star.loop import StarRun
 
 pytestmark = pytest.mark.slow
 
-BASE = str(Path(__file__).resolve().parent / "fixtures" / "bootstrap_base")
+BASE = str(BOOTSTRAP_BASE)
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 SERVE = f"{sys.executable} -m thoughtsource -q serve-model --port {{port}} --served-model-name {{model_name}} --batch-size 8 --threads 1"
 

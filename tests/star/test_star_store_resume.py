@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bootstrap_base import BOOTSTRAP_BASE
 from thoughtsource.backends import Completion, Request
 from thoughtsource.io import read_json
 from thoughtsource.star.config import StarConfig
@@ -19,7 +20,7 @@ from thoughtsource.star.loop import StarRun
 
 pytestmark = pytest.mark.slow
 
-BASE = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
+BASE = BOOTSTRAP_BASE
 CFG = {
     "model": str(BASE),
     "task": "arithmetic",

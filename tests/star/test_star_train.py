@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap_base import BOOTSTRAP_BASE
 from thoughtsource.star.config import StarConfig, StepSchedule
 from thoughtsource.star.tasks.base import TrainingRecord
-
-BOOTSTRAP_BASE = Path(__file__).resolve().parent / "fixtures" / "bootstrap_base"
 
 
 # --------------------------------------------------------------------------- step schedule

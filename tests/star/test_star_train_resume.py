@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from bootstrap_base import BOOTSTRAP_BASE
 from thoughtsource.star.config import StarConfig
 from thoughtsource.star.tasks.base import TrainingRecord
 from thoughtsource.star.train import resumable_checkpoint, training_fingerprint
 
 #: the committed 0.37M bootstrap base (a real model ``star base`` built): resuming a training is the Trainer's bookkeeping,
 #: the same on any model, and 4 + 3 + 2 steps on it take a fraction of the 135M embedded model's
-BASE = str(Path(__file__).resolve().parent / "fixtures" / "bootstrap_base")
+BASE = str(BOOTSTRAP_BASE)
 RECORDS = [TrainingRecord(f"r{i}", f"Input:\n{i} + {i + 1}\nTarget:\n", f"<scratch>\n{i} + {i + 1} , C: 0\n</scratch>\n{2 * i + 1}")
            for i in range(1, 7)]
 
