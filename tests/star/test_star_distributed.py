@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap_base import BOOTSTRAP_BASE
+from bootstrap_base import BOOTSTRAP_BASE, from_the_base
 from thoughtsource.io import read_json
 from thoughtsource.star.config import StarConfig
 from thoughtsource.star.loop import StarRun
@@ -46,18 +46,14 @@ pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 FSDP_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "accelerate" / "fsdp.yaml"
 BASE = BOOTSTRAP_BASE
-CFG = {
-    "model": str(BASE),
-    "task": "arithmetic",
-    "task_options": {"min_digits": 3, "max_digits": 3, "n_train": 8, "n_test_per_digit": 3, "n_dev_per_digit": 2,
-                     "scratchpad": "compact"},
+CFG = from_the_base({
+    "task_options": {"min_digits": 3, "max_digits": 3, "n_train": 8, "n_test_per_digit": 3, "n_dev_per_digit": 2},
     "iterations": 1,
-    "fewshot_k": 0,  # the base was trained zero-shot
     "steps": {"first": 2, "warmup_steps": 0},
     "batch_size": 2,
     "lr": 1e-4,
     "generation": {"batch_size": 2, "max_new_tokens": 64},  # a compact 3-digit answer is about 58 characters (tokens)
-}
+})
 # made by M_0 (the base model), so identical whatever the number of processes; M_1 differs with the global batch size
 FROM_BASE = ["iter_0/test", "iter_0/dev", "iter_1/generate", "iter_1/rationalize"]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap_base import BOOTSTRAP_BASE
+from bootstrap_base import BOOTSTRAP_BASE, from_the_base
 from thoughtsource.io import read_json
 from thoughtsource.star.config import StarConfig
 from thoughtsource.star.loop import StarRun
@@ -42,7 +42,7 @@ TINY = {
 }
 #: TINY on the bootstrap base: its compact scratchpad (a compact 1-digit answer is 30 characters, tokens), zero-shot
 #: prompts (it was trained on them; after a few-shot prefix it answers nothing right)
-TINY_BASE = {**TINY, "model": str(BASE), "fewshot_k": 0, "task_options": {**TINY["task_options"], "scratchpad": "compact"}}
+TINY_BASE = from_the_base(TINY)
 
 
 @pytest.fixture(scope="module")
@@ -355,7 +355,7 @@ def test_train_with_fewshot_puts_the_exemplars_into_the_training_prompts(tmp_pat
     assert [r.id for r in records] == [p.id for p in train[:6]] and [r.rationalized for r in records] == [False] * 4 + [True] * 2
     recs = [json.loads(x) for x in (d / "train.jsonl").read_text().splitlines()]
     assert recs == [r.to_dict() for r in records]
-    for rec, p in zip(recs, train, strict=False):
+    for rec, p in zip(recs, train[:6], strict=True):
         assert rec["prompt"] == task.prompt(p, ex)  # the exemplars, then the question without its hint
         assert rec["prompt"].count("Input:") == 1 + 1 and "Target: " not in rec["prompt"].split("Input:")[-1]
         assert rec["completion"] == right[p.id]

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bootstrap_base import BOOTSTRAP_BASE
+from bootstrap_base import BOOTSTRAP_BASE, from_the_base
 from thoughtsource.errors import ConfigError
 from thoughtsource.io import read_json
 from thoughtsource.star.config import StarConfig
@@ -48,19 +48,15 @@ def _records(d: Path) -> list[dict[str, Any]]:
 
 
 BASE = BOOTSTRAP_BASE
-K_CFG: dict[str, Any] = {
-    "model": str(BASE),
-    "task": "arithmetic",
-    "task_options": {"min_digits": 3, "max_digits": 3, "per_iteration": 6, "n_test_per_digit": 3, "n_dev_per_digit": 2,
-                     "scratchpad": "compact"},
+K_CFG: dict[str, Any] = from_the_base({
+    "task_options": {"min_digits": 3, "max_digits": 3, "per_iteration": 6, "n_test_per_digit": 3, "n_dev_per_digit": 2},
     "iterations": 1,
-    "fewshot_k": 0,  # the base was trained zero-shot
     "steps": {"first": 3, "warmup_steps": 0},
     "batch_size": 2,
     "lr": 1e-4,
     "sampling": {"k": 4, "temperature": 1.0},
     "generation": {"batch_size": 8, "threads": 1},  # max_new_tokens: the task's, room for a 3-digit compact answer
-}
+})
 
 
 def test_k_samples_each_kept_distinct_correct_one_is_a_record(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bootstrap_base import BOOTSTRAP_BASE
+from bootstrap_base import BOOTSTRAP_BASE, from_the_base
 from thoughtsource.errors import EngineError
 from thoughtsource.io import read_json, write_json
 from thoughtsource.star.config import StarConfig
@@ -31,20 +31,16 @@ SERVE = f"{sys.executable} -m thoughtsource -q serve-model --port {{port}} --ser
 
 
 def _cfg(command: str) -> dict:
-    return {
-        "model": BASE,
-        "task": "arithmetic",
-        "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 3, "n_dev_per_digit": 2,
-                         "scratchpad": "compact"},
+    return from_the_base({  # zero-shot, the base answers most 1-digit sums right, so M_1 trains on them
+        "task_options": {"min_digits": 1, "max_digits": 1, "n_train": 8, "n_test_per_digit": 3, "n_dev_per_digit": 2},
         "iterations": 1,
-        "fewshot_k": 0,  # the base was trained zero-shot: it answers most 1-digit sums right, so M_1 trains on them
         "steps": {"first": 2, "warmup_steps": 0},
         "batch_size": 2,
         "lr": 1e-4,
         "generation": {"engine": "server", "batch_size": 4, "max_new_tokens": 40,  # a compact 1-digit answer is 30 characters (tokens)
                        "server": {"command": command, "server_kind": "serve-model", "startup_timeout_s": 300, "stop_grace_s": 10,
                                   "env": {"PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}}},
-    }
+    })
 
 
 @pytest.mark.timeout(3600)  # four serve-model starts (M_0, M_1; M_0 and M_1 again for the other command): minutes at load 8
