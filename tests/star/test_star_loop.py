@@ -140,22 +140,32 @@ def summary_kept(out: Path) -> int:
     return sum(m.get("kept", 0) for m in read_json(out / "metrics.json")["iterations"])
 
 
+def _known_texts(run: StarRun, problems: list) -> tuple[dict[str, str], dict[str, str]]:
+    """Each problem's gold completion (right) and the same with its final answer off by one (wrong)."""
+    right = {p.id: run.task.completion(p, p.rationale) for p in problems}
+    wrong = {p.id: right[p.id].rsplit("\n", 1)[0] + f"\n{' '.join(str(int(p.answer) + 1))}" for p in problems}
+    return right, wrong
+
+
+def _logged(run: StarRun, problems: list, texts: dict[str, str], *, hint: bool = False) -> dict:
+    """A generation step's log as the loop writes it, for the problems that ``texts`` (id → text) holds, in their
+    order: the few-shot prompt (one exemplar), the text, the run's own verdict."""
+    ex = run.task.exemplars(1)
+    return {"rows": [{"id": p.id, "answer": p.answer, "prompt": run.task.prompt(p, ex, hint=hint), "text": texts[p.id],
+                      **run._judge(p, texts[p.id])} for p in problems if p.id in texts], "stats": {}, "wall_s": 0.0}
+
+
 def test_filter_keeps_exactly_the_correct_rationales_without_hints(tmp_path: Path) -> None:
     """The filter step on known texts (real task judge, no model): correct generations and correct
     rationalizations of wrongly answered problems are kept, hints never reach the training set."""
     run = StarRun(StarConfig.from_dict(TINY), tmp_path, show_progress=False)
-    task = run.task
-    train = task.load("train", 0)
-    right = {p.id: task.completion(p, p.rationale) for p in train}
-    wrong = {p.id: right[p.id].rsplit("\n", 1)[0] + f"\n{' '.join(str(int(p.answer) + 1))}" for p in train}
-    gen_texts = {p.id: right[p.id] if i < 2 else wrong[p.id] for i, p in enumerate(train)}
-    gen = {"rows": [{"id": p.id, "answer": p.answer, "prompt": task.prompt(p, task.exemplars(1)), "text": gen_texts[p.id],
-                     **run._judge(p, gen_texts[p.id])} for p in train], "stats": {}, "wall_s": 0.0}
+    train = run.task.load("train", 0)
+    right, wrong = _known_texts(run, train)
+    gen = _logged(run, train, {p.id: right[p.id] if i < 2 else wrong[p.id] for i, p in enumerate(train)})
     rat_texts = {p.id: right[p.id] if i in (2, 3) else wrong[p.id] for i, p in enumerate(train) if i >= 2}
     # a rationale that states the right answer but in a broken format is not kept either (strict)
     rat_texts[train[3].id] = right[train[3].id].replace("</scratch>", "")
-    rat = {"rows": [{"id": i, "answer": p.answer, "prompt": task.prompt(p, task.exemplars(1), hint=True), "text": t,
-                     **run._judge(p, t)} for p in train for i, t in rat_texts.items() if i == p.id], "stats": {}, "wall_s": 0.0}
+    rat = _logged(run, train, rat_texts, hint=True)
     d = tmp_path / "iter_1"
     d.mkdir()
     records = run._dataset(1, d, train, gen, rat)
@@ -342,13 +352,9 @@ def test_train_with_fewshot_puts_the_exemplars_into_the_training_prompts(tmp_pat
     task = run.task
     train = task.load("train", 0)
     ex = task.exemplars(1)
-    right = {p.id: task.completion(p, p.rationale) for p in train}
-    wrong = {p.id: right[p.id].rsplit("\n", 1)[0] + f"\n{' '.join(str(int(p.answer) + 1))}" for p in train}
-    gen_texts = {p.id: right[p.id] if i < 4 else wrong[p.id] for i, p in enumerate(train)}
-    gen = {"rows": [{"id": p.id, "answer": p.answer, "prompt": task.prompt(p, ex), "text": gen_texts[p.id],
-                     **run._judge(p, gen_texts[p.id])} for p in train], "stats": {}, "wall_s": 0.0}
-    rat = {"rows": [{"id": p.id, "answer": p.answer, "prompt": task.prompt(p, ex, hint=True), "text": right[p.id],
-                     **run._judge(p, right[p.id])} for p in train[4:6]], "stats": {}, "wall_s": 0.0}
+    right, wrong = _known_texts(run, train)
+    gen = _logged(run, train, {p.id: right[p.id] if i < 4 else wrong[p.id] for i, p in enumerate(train)})
+    rat = _logged(run, train[4:6], right, hint=True)
     d = tmp_path / "iter_1"
     d.mkdir()
     records = run._dataset(1, d, train, gen, rat)
